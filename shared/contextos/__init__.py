@@ -1,0 +1,1 @@
+"""ContextOS: a persistent, decaying, governed memory layer for AI agents."""

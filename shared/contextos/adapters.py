@@ -1,0 +1,66 @@
+"""AWS adapters at the edge: S3 blobs and SQS queues. The domain core never imports boto3."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from contextos.errors import NotFound, TransientError
+
+
+class S3BlobStore:
+    """Raw documents, uploads and cold memories."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def put(self, bucket: str, key: str, data: bytes, *, content_type: str = "application/octet-stream") -> None:
+        try:
+            self._client.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type)
+        except (ClientError, BotoCoreError) as exc:
+            raise TransientError(f"could not write s3://{bucket}/{key}") from exc
+
+    def get(self, bucket: str, key: str, *, max_bytes: int | None = None) -> bytes:
+        """Read an object; refuse (without reading it) one larger than ``max_bytes``."""
+        try:
+            if max_bytes is not None:
+                head = self._client.head_object(Bucket=bucket, Key=key)
+                if head["ContentLength"] > max_bytes:
+                    from contextos.errors import PayloadTooLarge
+
+                    raise PayloadTooLarge(
+                        f"object is {head['ContentLength']} bytes; the limit is {max_bytes}",
+                        details={"size": head["ContentLength"]},
+                    )
+            return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in {"NoSuchKey", "404", "NotFound"}:
+                raise NotFound(f"s3://{bucket}/{key} does not exist") from exc
+            raise TransientError(f"could not read s3://{bucket}/{key}: {code}") from exc
+        except BotoCoreError as exc:
+            raise TransientError(f"could not read s3://{bucket}/{key}") from exc
+
+    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        """Bytes ``start``..``end`` inclusive: one ranged GET."""
+        try:
+            return self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")["Body"].read()
+        except (ClientError, BotoCoreError) as exc:
+            raise TransientError(f"could not read s3://{bucket}/{key}") from exc
+
+
+class SqsQueue:
+    """A queue the domain puts jobs on (ingest, conversation)."""
+
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self._client = client
+        self.queue_url = queue_url
+
+    def send(self, message: dict) -> str:
+        try:
+            response = self._client.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(message, default=str))
+        except (ClientError, BotoCoreError) as exc:
+            raise TransientError("could not enqueue the job") from exc
+        return response["MessageId"]

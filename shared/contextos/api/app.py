@@ -1,0 +1,60 @@
+"""The one resolver: routers joined, domain errors mapped to one error shape in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic import BaseModel
+
+from contextos.api import context, documents
+from contextos.errors import ContextOSError
+from contextos.observability import logger
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorResponse(BaseModel):
+    """Every 4xx/5xx carries this shape; ``code`` is stable, ``message`` is for people."""
+
+    error: ErrorBody
+
+
+def error_response(status: int, code: str, message: str, details: Any = None) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=ErrorResponse(error=ErrorBody(code=code, message=message, details=details)).model_dump(mode="json"),
+    )
+
+
+def build_app() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(enable_validation=True)
+    app.include_router(documents.router)
+    app.include_router(context.router)
+    app.enable_swagger(path="/v1/swagger", title="ContextOS API", version="0.1.0")
+
+    @app.exception_handler(ContextOSError)
+    def domain_error(exc: ContextOSError) -> Response:
+        if exc.status >= 500:
+            logger.error("domain error", extra={"code": exc.code})
+        return error_response(exc.status, exc.code, exc.message, exc.details or None)
+
+    @app.exception_handler(RequestValidationError)
+    def validation_error(exc: RequestValidationError) -> Response:
+        details = [{"loc": list(e.get("loc", ())), "type": e.get("type"), "msg": e.get("msg")} for e in exc.errors()]
+        return error_response(422, "validation_error", "the request does not match the schema", details)
+
+    @app.not_found
+    def not_found(_: Exception) -> Response:
+        return error_response(404, "route_not_found", "no such route")
+
+    return app
+
+
+app = build_app()

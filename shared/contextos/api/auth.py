@@ -1,0 +1,45 @@
+"""Who is calling: read only from the API Gateway authorizer context, never from the body or path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+
+from contextos.errors import Unauthorized
+from contextos.models import Provenance
+from contextos.services.ingestion import valid_tenant
+
+TENANT_CLAIM = "custom:tenant_id"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    tenant_id: str
+    kind: str  # "user" (Cognito) or "agent" (API key)
+    subject: str
+    provenance_ceiling: Provenance
+
+
+def current_principal(router: BaseRouter) -> Principal:
+    """The caller as the authorizer described it: a Lambda authorizer's context or Cognito claims."""
+    authorizer = router.current_event.request_context.authorizer
+    context = authorizer.get_context() if authorizer else {}
+    claims = authorizer.claims if authorizer else {}
+    if context.get("tenant_id"):
+        tenant_id = str(context["tenant_id"])
+        kind = str(context.get("principal", "agent"))
+        subject = str(context.get("key_name") or authorizer.principal_id or "api-key")
+        ceiling = str(context.get("provenance_ceiling") or Provenance.agent_turn.value)
+    elif claims.get(TENANT_CLAIM):
+        tenant_id = str(claims[TENANT_CLAIM])
+        kind, subject, ceiling = "user", str(claims.get("sub", "user")), Provenance.user_turn.value
+    else:
+        raise Unauthorized("no tenant in the authorizer context")
+    if not valid_tenant(tenant_id):
+        raise Unauthorized("the authorizer gave an invalid tenant id")
+    try:
+        provenance_ceiling = Provenance(ceiling)
+    except ValueError as exc:
+        raise Unauthorized("the authorizer gave an unknown provenance ceiling") from exc
+    return Principal(tenant_id=tenant_id, kind=kind, subject=subject, provenance_ceiling=provenance_ceiling)

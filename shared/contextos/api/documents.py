@@ -1,0 +1,33 @@
+"""/v1/documents: put documents in, see what became of them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path
+
+from contextos import container
+from contextos.api.auth import current_principal
+from contextos.models import DocumentAccepted, DocumentCreate, DocumentRecord
+
+router = Router()
+
+
+@router.post("/v1/documents", summary="Submit a document (text, markdown, or base64 bytes)")
+def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
+    principal = current_principal(router)
+    accepted = container.ingestion().submit(principal.tenant_id, body)
+    return Response(
+        status_code=200 if accepted.duplicate else 202,
+        content_type=content_types.APPLICATION_JSON,
+        body=accepted.model_dump(mode="json"),
+    )
+
+
+@router.get("/v1/documents/<document_id>", summary="A document's status and per-step counts")
+def get_document(document_id: Annotated[UUID, Path()]) -> DocumentRecord:
+    principal = current_principal(router)
+    return container.ingestion().get(principal.tenant_id, document_id)

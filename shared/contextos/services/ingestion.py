@@ -1,0 +1,295 @@
+"""Documents in (S4): accept an upload once per content, then parse → extract → validate → embed → store."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import unquote_plus
+from uuid import UUID
+
+from contextos.config import Settings
+from contextos.decay import decay_rate
+from contextos.embedding import Embedder
+from contextos.errors import (
+    BadRequest,
+    ContextOSError,
+    NotFound,
+    PayloadTooLarge,
+    PermanentError,
+    TransientError,
+)
+from contextos.extraction import ConceptExtractor
+from contextos.extraction.validation import validate
+from contextos.models import (
+    BASE_TRUST,
+    Concept,
+    DocumentAccepted,
+    DocumentCreate,
+    DocumentJob,
+    DocumentRecord,
+    MemoryCandidate,
+    Provenance,
+)
+from contextos.normalization import estimate_tokens, norm_key
+from contextos.observability import logger, metrics
+from contextos.parsing import content_hash, parse_document, safe_filename
+from contextos.store.repository import MemoryStore
+
+_TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+STALE_PROCESSING_S = 900
+MAX_ATTEMPTS = 3
+
+
+class BlobStore(Protocol):
+    def put(self, bucket: str, key: str, data: bytes, *, content_type: str = ...) -> None: ...
+    def get(self, bucket: str, key: str, *, max_bytes: int | None = None) -> bytes: ...
+
+
+class JobQueue(Protocol):
+    def send(self, message: dict) -> str: ...
+
+
+def valid_tenant(tenant_id: str) -> bool:
+    return bool(_TENANT_PATTERN.match(tenant_id or ""))
+
+
+@dataclass
+class IngestionService:
+    settings: Settings
+    store: MemoryStore
+    blobs: BlobStore
+    queue: JobQueue
+    extractor: ConceptExtractor
+    embedder: Embedder
+
+    # -- the way in through the API -----------------------------------------------------------
+    def submit(self, tenant_id: str, request: DocumentCreate) -> DocumentAccepted:
+        """Accept a document once per content: a duplicate returns the existing one and does no work."""
+        data = self._request_bytes(request)
+        if not data.strip():
+            raise BadRequest("the document is empty")
+        if len(data) > self.settings.max_document_bytes:
+            raise PayloadTooLarge(f"the document is {len(data)} bytes; the limit is {self.settings.max_document_bytes}")
+        digest = content_hash(data)
+        raw_text, raw_key = None, None
+        if len(data) <= self.settings.inline_text_max_bytes and request.text is not None:
+            raw_text = request.text
+        else:
+            raw_key = f"{self.settings.raw_prefix}{tenant_id}/{digest}"
+            self.blobs.put(self.settings.raw_bucket_name, raw_key, data)
+        record, created = self.store.create_document(
+            tenant_id,
+            content_hash=digest,
+            filename=safe_filename(request.filename),
+            content_type=request.content_type,
+            provenance=request.provenance.value,
+            size_bytes=len(data),
+            raw_text=raw_text,
+            raw_s3_key=raw_key,
+            metadata=request.metadata,
+        )
+        if created or record.status == "queued":
+            self.queue.send(DocumentJob(tenant_id=tenant_id, document_id=record.id).model_dump(mode="json"))
+        metrics.add_metric(name="DocumentsSubmitted", unit="Count", value=1)
+        return DocumentAccepted(id=record.id, status=record.status, duplicate=not created)
+
+    def get(self, tenant_id: str, document_id: UUID) -> DocumentRecord:
+        return self.store.get_document(tenant_id, document_id)
+
+    @staticmethod
+    def _request_bytes(request: DocumentCreate) -> bytes:
+        if (request.text is None) == (request.content_base64 is None):
+            raise BadRequest("give exactly one of 'text' or 'content_base64'")
+        if request.text is not None:
+            return request.text.encode("utf-8")
+        try:
+            return base64.b64decode(request.content_base64 or "", validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise BadRequest("'content_base64' is not valid base64") from exc
+
+    # -- the ingest queue ---------------------------------------------------------------------
+    def handle_message(self, body: dict) -> None:
+        """One SQS message: our own document job, or an S3 notification about uploads."""
+        if body.get("Event") == "s3:TestEvent":
+            return  # S3 sends one when the notification is configured
+        if "Records" in body:
+            for record in body["Records"]:
+                s3 = record.get("s3") or {}
+                bucket, key = s3.get("bucket", {}).get("name"), s3.get("object", {}).get("key")
+                if str(record.get("eventName", "")).startswith("ObjectCreated") and bucket and key:
+                    self.ingest_upload(bucket, key)
+            return
+        try:
+            job = DocumentJob.model_validate(body)
+        except ValueError as exc:
+            raise PermanentError("the message is neither a document job nor an S3 notification") from exc
+        self.process(job)
+
+    # -- the way in through the upload bucket --------------------------------------------------
+    def ingest_upload(self, bucket: str, raw_key: str) -> DocumentRecord | None:
+        """An object under ``uploads/<tenant>/…``: record it once, then process it here."""
+        key = unquote_plus(raw_key)
+        prefix = self.settings.upload_prefix
+        rest = key[len(prefix) :] if key.startswith(prefix) else ""
+        tenant_id, _, name = rest.partition("/")
+        if not valid_tenant(tenant_id) or not name:
+            logger.warning("upload outside a tenant prefix ignored", extra={"bucket": bucket, "key_length": len(key)})
+            metrics.add_metric(name="UploadsRejected", unit="Count", value=1)
+            return None
+        try:
+            data = self.blobs.get(bucket, key, max_bytes=self.settings.max_document_bytes)
+        except PayloadTooLarge as exc:
+            return self._record_refused_upload(tenant_id, key, name, exc.message)
+        except NotFound:
+            logger.info("uploaded object is gone; nothing to ingest")
+            return None
+        record, _ = self.store.create_document(
+            tenant_id,
+            content_hash=content_hash(data),
+            filename=safe_filename(name),
+            content_type=None,
+            provenance=Provenance.user_upload.value,
+            size_bytes=len(data),
+            upload_s3_key=key,
+        )
+        if record.status not in ("queued", "processing"):
+            return record  # the same content was ingested before: no work
+        self.process(DocumentJob(tenant_id=tenant_id, document_id=record.id), data=data)
+        return self.store.get_document(tenant_id, record.id)
+
+    def _record_refused_upload(self, tenant_id: str, key: str, name: str, reason: str) -> DocumentRecord:
+        record, _ = self.store.create_document(
+            tenant_id,
+            content_hash=content_hash(f"refused:{key}".encode()),
+            filename=safe_filename(name),
+            content_type=None,
+            provenance=Provenance.user_upload.value,
+            size_bytes=0,
+            upload_s3_key=key,
+        )
+        self.store.fail_document(tenant_id, record.id, reason)
+        return self.store.get_document(tenant_id, record.id)
+
+    # -- the work ----------------------------------------------------------------------------
+    def process(self, job: DocumentJob, *, data: bytes | None = None) -> None:
+        """Run S4 steps 1-7 for one document. Permanent problems end as ``failed``; transient ones raise."""
+        tenant_id, document_id = job.tenant_id, job.document_id
+        claimed = self.store.claim_document(tenant_id, document_id, stale_after_s=STALE_PROCESSING_S)
+        if claimed is None:
+            logger.info("document already handled", extra={"document_id": str(document_id)})
+            return
+        try:
+            if data is None:
+                data = self._load(claimed)
+            self._run(tenant_id, document_id, claimed, data)
+        except TransientError:
+            self._retry_or_give_up(tenant_id, document_id, claimed["attempts"], "transient: dependency unavailable")
+            raise
+        except ContextOSError as exc:  # every other domain error is a property of the input
+            logger.info("document failed", extra={"document_id": str(document_id), "code": exc.code})
+            metrics.add_metric(name="DocumentsFailed", unit="Count", value=1)
+            self.store.fail_document(tenant_id, document_id, exc.message)
+        except Exception as exc:
+            reason = f"transient: {type(exc).__name__}"
+            self._retry_or_give_up(tenant_id, document_id, claimed["attempts"], reason)
+            raise TransientError(reason) from exc
+
+    def _retry_or_give_up(self, tenant_id: str, document_id: UUID, attempts: int, reason: str) -> None:
+        """Hand the document back for the queue's retry, or end it as failed on the last receive."""
+        if attempts >= MAX_ATTEMPTS:
+            self.store.fail_document(tenant_id, document_id, f"gave up after {MAX_ATTEMPTS} attempts ({reason})")
+        else:
+            self.store.release_document(tenant_id, document_id, reason)
+
+    def _load(self, claimed: dict) -> bytes:
+        if claimed["raw_text"] is not None:
+            return claimed["raw_text"].encode("utf-8")
+        if claimed["raw_s3_key"]:
+            return self.blobs.get(self.settings.raw_bucket_name, claimed["raw_s3_key"])
+        if claimed["upload_s3_key"]:
+            return self.blobs.get(
+                self.settings.upload_bucket, claimed["upload_s3_key"], max_bytes=self.settings.max_document_bytes
+            )
+        raise PermanentError("the document has no stored content")
+
+    def _run(self, tenant_id: str, document_id: UUID, claimed: dict, data: bytes) -> None:
+        parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
+        concepts = self._extract(parsed.text, parsed.domain)
+        cfg = self.settings.extraction
+        report = validate(
+            concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
+        )
+        provenance = Provenance(claimed["provenance"])
+        candidates = self._candidates(report.accepted, provenance)
+        counts = {
+            "extracted": len(concepts),
+            "accepted": len(report.accepted),
+            "rejected": report.rejected,
+            "rejected_total": report.rejected_total,
+            "related_dropped": report.dropped_related,
+            "tokens_estimated": estimate_tokens(parsed.text),
+        }
+        result = self.store.store_document_concepts(
+            tenant_id,
+            document_id,
+            candidates,
+            embedder_id=self.embedder.model_id,
+            source_type=parsed.source_type,
+            domain=parsed.domain,
+            counts=counts,
+        )
+        metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
+        metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
+
+    def _extract(self, text: str, domain: str) -> list[Concept]:
+        """One call when the document fits the window; otherwise section by section, carrying what is known."""
+        window = self.settings.extraction.window_tokens
+        if estimate_tokens(text) <= window:
+            return self.extractor.extract(text, domain=domain, known=[])
+        concepts: list[Concept] = []
+        for section in _sections(text, window):
+            concepts.extend(self.extractor.extract(section, domain=domain, known=[c.label for c in concepts]))
+        return concepts
+
+    def _candidates(self, concepts: list[Concept], provenance: Provenance) -> list[MemoryCandidate]:
+        if not concepts:
+            return []
+        modifiers = self.settings.extraction.generic_modifiers
+        vectors = self.embedder.embed([f"{c.label}: {c.definition}" for c in concepts])
+        keys = [norm_key(c.label, modifiers) for c in concepts]
+        key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
+        return [
+            MemoryCandidate(
+                norm_key=key,
+                label=c.label,
+                definition=c.definition,
+                type=c.type,
+                importance=c.importance,
+                related_keys=[key_of_label[r] for r in c.related if r in key_of_label],
+                embedding=vector,
+                decay_rate=decay_rate(c.importance, c.type, self.settings.decay),
+                provenance=provenance,
+                base_trust=BASE_TRUST[provenance],
+            )
+            for c, key, vector in zip(concepts, keys, vectors, strict=True)
+        ]
+
+
+def _sections(text: str, window_tokens: int) -> list[str]:
+    """Paragraph-aligned sections that each fit the extraction window."""
+    sections: list[str] = []
+    current: list[str] = []
+    size = 0
+    for paragraph in text.split("\n\n"):
+        tokens = estimate_tokens(paragraph)
+        if current and size + tokens > window_tokens:
+            sections.append("\n\n".join(current))
+            current, size = [], 0
+        current.append(paragraph)
+        size += tokens
+    if current:
+        sections.append("\n\n".join(current))
+    return sections

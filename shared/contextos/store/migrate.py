@@ -1,0 +1,61 @@
+"""The migration runner: numbered SQL files, applied once each, in order, under a lock (STYLE 10)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import psycopg
+from contextos.errors import SchemaMismatch
+from contextos.observability import logger
+from contextos.store.dialect import Dialect
+
+_LOCK_KEY = 7_420_011  # an arbitrary constant: one migrator at a time per database
+
+
+def migrate(conninfo: str, dialect: Dialect, embedding_dim: int, embedder_id: str) -> list[int]:
+    """Apply every pending migration; return the versions applied now. Safe to call concurrently."""
+    applied_now: list[int] = []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        if dialect.name == "postgres":
+            conn.execute("SELECT pg_advisory_lock(%s)", [_LOCK_KEY])
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {row[0]: row[1] for row in conn.execute("SELECT version, checksum FROM schema_version")}
+            for version, name, sql in dialect.render_migrations(embedding_dim):
+                checksum = hashlib.sha256(sql.encode()).hexdigest()
+                if version in done:
+                    if done[version] != checksum:
+                        logger.warning("applied migration differs from its file", extra={"version": version})
+                    continue
+                with conn.transaction():
+                    conn.execute(sql)
+                    conn.execute(
+                        "INSERT INTO schema_version (version, name, checksum) VALUES (%s, %s, %s)",
+                        [version, name, checksum],
+                    )
+                applied_now.append(version)
+                logger.info("migration applied", extra={"version": version, "migration": name})
+            _check_embedding_dim(conn, embedding_dim, embedder_id)
+        finally:
+            if dialect.name == "postgres":
+                conn.execute("SELECT pg_advisory_unlock(%s)", [_LOCK_KEY])
+    return applied_now
+
+
+def _check_embedding_dim(conn: psycopg.Connection, embedding_dim: int, embedder_id: str) -> None:
+    """Record the store's embedder on first use; refuse a store built for another dimension."""
+    conn.execute(
+        "INSERT INTO store_meta (key, value) VALUES ('embedding_dim', %s), ('embedder_id', %s)"
+        " ON CONFLICT (key) DO NOTHING",
+        [str(embedding_dim), embedder_id],
+    )
+    row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_dim'").fetchone()
+    if row and int(row[0]) != embedding_dim:
+        raise SchemaMismatch(
+            f"the store holds {row[0]}-d vectors but the configured embedder gives {embedding_dim}-d;"
+            " run `contextos reembed` or point CONTEXTOS_DATABASE_URL at another database"
+        )

@@ -1,0 +1,2 @@
+-- 0000 (PostgreSQL): pgvector provides the vector type and the HNSW index.
+CREATE EXTENSION IF NOT EXISTS vector;

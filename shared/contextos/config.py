@@ -96,6 +96,8 @@ class Settings(BaseSettings):
     # Database: an explicit URL, a Secrets Manager secret (in AWS), or the embedded default.
     database_url: str | None = None
     database_secret_arn: str | None = None
+    database_host: str | None = None  # e.g. the RDS Proxy endpoint, preferred over the secret's host
+    database_name: str | None = None
     database_dialect: Dialect = "postgres"
     data_dir: Path = Path(".contextos")
     pool_min_size: int = 1
@@ -110,6 +112,7 @@ class Settings(BaseSettings):
     raw_prefix: str = "raw/"
     cold_bucket: str = "contextos-cold"
     ingest_queue_url: str | None = None
+    local_queue_prefix: str = "contextos"  # queue names in the local stack's moto
     conversation_queue_url: str | None = None
 
     # Models.

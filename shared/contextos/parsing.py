@@ -73,9 +73,10 @@ def parse_document(data: bytes, *, filename: str | None, declared_type: str | No
     if not data:
         raise PermanentError("the document is empty")
     source_type = sniff_source_type(data, filename, declared_type)
-    text = normalize_text(decode_text(data))
+    text = decode_text(data)
     if source_type == "markdown":
         text = _strip_markdown_noise(text)
+    text = normalize_text(text)
     if not text.strip():
         raise PermanentError("the document has no text")
     title = _title(text, filename)

@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import Server
 from pydantic import BaseModel
 
 from contextos.api import context, documents
@@ -34,10 +35,11 @@ def error_response(status: int, code: str, message: str, details: Any = None) ->
 
 
 def build_app() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+    # Agents call /v1/…, people (Cognito) /v1/user/…: one set of routes serves both paths.
+    app = APIGatewayRestResolver(enable_validation=True, strip_prefixes=["/v1/user", "/v1"])
     app.include_router(documents.router)
     app.include_router(context.router)
-    app.enable_swagger(path="/v1/swagger", title="ContextOS API", version="0.1.0")
+    app.enable_swagger(path="/swagger", title="ContextOS API", version="0.1.0", servers=[Server(url="/v1")])
 
     @app.exception_handler(ContextOSError)
     def domain_error(exc: ContextOSError) -> Response:

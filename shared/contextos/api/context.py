@@ -11,7 +11,7 @@ from contextos.models import ContextRequest, ContextResult
 router = Router()
 
 
-@router.post("/v1/context", summary="Build a context block (dry_run: inspect without side effects)")
+@router.post("/context", summary="Build a context block (dry_run: inspect without side effects)")
 def get_context(body: ContextRequest) -> ContextResult:
     principal = current_principal(router)
     return container.retrieval().context(principal.tenant_id, body)

@@ -16,7 +16,7 @@ from contextos.models import DocumentAccepted, DocumentCreate, DocumentRecord
 router = Router()
 
 
-@router.post("/v1/documents", summary="Submit a document (text, markdown, or base64 bytes)")
+@router.post("/documents", summary="Submit a document (text, markdown, or base64 bytes)")
 def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
     principal = current_principal(router)
     accepted = container.ingestion().submit(principal.tenant_id, body)
@@ -27,7 +27,7 @@ def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
     )
 
 
-@router.get("/v1/documents/<document_id>", summary="A document's status and per-step counts")
+@router.get("/documents/<document_id>", summary="A document's status and per-step counts")
 def get_document(document_id: Annotated[UUID, Path()]) -> DocumentRecord:
     principal = current_principal(router)
     return container.ingestion().get(principal.tenant_id, document_id)

@@ -36,7 +36,8 @@ STOPWORDS = frozenset(
 # Common verbs (with their inflections) end a phrase: without a POS tagger they are the
 # main source of ragged labels ("reinforcement raises memory").
 _VERB_STEMS = """
-    add allow apply ask become begin bring build call carry cause change check choose come
+    add allow apply ask become begin bring build call carry catch cause change check choose come disable enable
+    handle improve prevent protect switch trigger
     contain create cut decay decide define depend describe design drop expect explain fade fall
     feel find finish follow give go grow happen help hold include increase inject keep know lead
     learn leave let live look lose match mean meet miss move need note offer open pay play
@@ -235,7 +236,9 @@ def _prune_nested(phrases: dict[tuple[str, ...], _Phrase]) -> dict[tuple[str, ..
                 continue
             if other.count >= phrase.count:
                 drop.add(key)
-            elif other.count == 1 and phrase.count >= 2 and not (other.in_heading or other.defined_in):
+            elif (
+                other.count == 1 and phrase.count >= 2 and (len(key) >= 2 or not (other.in_heading or other.defined_in))
+            ):
                 drop.add(other_key)
     return {k: p for k, p in phrases.items() if k not in drop}
 

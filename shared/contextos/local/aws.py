@@ -46,6 +46,7 @@ def start_local_aws(
     upload_bucket: str,
     cold_bucket: str,
     upload_prefix: str,
+    queue_prefix: str = "contextos",
     visibility_timeout_s: int = 30,
     port: int = 0,
 ) -> LocalAws:
@@ -73,8 +74,8 @@ def start_local_aws(
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         return url, arn, dlq_url
 
-    ingest_url, ingest_arn, ingest_dlq = queue("contextos-ingest")
-    conversation_url, conversation_arn, _ = queue("contextos-conversation")
+    ingest_url, ingest_arn, ingest_dlq = queue(f"{queue_prefix}-ingest")
+    conversation_url, conversation_arn, _ = queue(f"{queue_prefix}-conversation")
     for bucket in (upload_bucket, cold_bucket):
         s3.create_bucket(Bucket=bucket)
     s3.put_bucket_notification_configuration(

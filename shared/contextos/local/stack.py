@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,12 +34,14 @@ class LocalStack:
     workers: list = field(default_factory=list)
 
     def start(self) -> LocalStack:
+        quiet_local_logs()
         settings = get_settings()
         self.aws = start_local_aws(
             region=settings.region,
             upload_bucket=settings.upload_bucket,
             cold_bucket=settings.cold_bucket,
             upload_prefix=settings.upload_prefix,
+            queue_prefix=settings.local_queue_prefix,
             visibility_timeout_s=self.visibility_timeout_s,
             port=self.moto_port,
         )
@@ -96,6 +100,14 @@ class LocalStack:
         if path.exists() and json.loads(path.read_text() or "{}").get("pid") == os.getpid():
             path.unlink()
         container.reset()
+
+
+def quiet_local_logs() -> None:
+    """The dev stack prints what matters: no per-request moto lines, no EMF metric blobs."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    warnings.filterwarnings("ignore", message="No application metrics to publish.*")
 
 
 def state_file() -> Path:

@@ -33,19 +33,22 @@ def resolve_database_url(settings: Settings) -> str:
         secret = parameters.get_secret(
             settings.database_secret_arn, transform="json", max_age=settings.secret_max_age_s
         )
-        return conninfo_from_secret(secret)
+        return conninfo_from_secret(secret, host=settings.database_host, dbname=settings.database_name)
     return embedded_database_url(settings.data_dir)
 
 
-def conninfo_from_secret(secret: dict) -> str:
-    """Build a DSN from an RDS-style secret ({host, port, username, password, dbname}) or {url}."""
+def conninfo_from_secret(secret: dict, *, host: str | None = None, dbname: str | None = None) -> str:
+    """Build a DSN from an RDS-style secret ({host, port, username, password, dbname}) or {url}.
+
+    ``host`` overrides the secret's (the RDS Proxy endpoint rather than the cluster's).
+    """
     if "url" in secret:
         return str(secret["url"])
     user = quote(str(secret["username"]), safe="")
     password = quote(str(secret["password"]), safe="")
-    host = secret.get("proxy_host") or secret["host"]
+    host = host or secret["host"]
     port = secret.get("port", 5432)
-    dbname = secret.get("dbname", "postgres")
+    dbname = dbname or secret.get("dbname", "postgres")
     return f"postgresql://{user}:{password}@{host}:{port}/{dbname}?sslmode=require"
 
 

@@ -1,0 +1,73 @@
+"""Every sample in events/ goes through its real handler: the same files `sam local invoke` uses."""
+
+import json
+from pathlib import Path
+
+import pytest
+from contextos import container
+from contextos.local.handlers import invoke
+from contextos.models import Provenance
+
+from tests.conftest import REPO
+
+EVENTS = sorted((REPO / "events").glob("*.json"))
+SAMPLE_TENANT = "events-tenant"
+
+
+def test_every_function_has_at_least_one_sample_event():
+    functions = {p.name for p in (REPO / "functions").iterdir() if (p / "handler.py").exists()}
+    covered = {p.name.split("__", 1)[0] for p in EVENTS}
+    assert functions <= covered, f"functions without a sample event: {functions - covered}"
+
+
+@pytest.fixture
+def prepared(configured, s3, local_aws, drain_ingest_queue):
+    """What the samples refer to: the sample API key, and the uploaded object of the S3 sample."""
+    container.keys().create(
+        SAMPLE_TENANT, "sample", principal="user", provenance_ceiling=Provenance.user_turn, key="ctx_sample_events_key"
+    )
+    s3.put_object(
+        Bucket=local_aws.upload_bucket,
+        Key="uploads/events-tenant/team notes.md",
+        Body=b"# Team notes\n\nOn-call rotation changes every Monday. The on-call rotation covers nights.\n",
+    )
+
+
+@pytest.mark.parametrize("path", EVENTS, ids=lambda p: p.stem)
+def test_each_sample_event_is_handled_by_its_function(prepared, path: Path):
+    function = path.name.split("__", 1)[0]
+    event = json.loads(path.read_text())
+    result = invoke(function, event)
+    match function:
+        case "api":
+            assert result["statusCode"] in (200, 202, 404)
+            assert "error" not in json.loads(result["body"]) or result["statusCode"] == 404
+        case "authorizer":
+            assert result["principalId"] == "sample"
+            assert result["policyDocument"]["Statement"][0]["Effect"] == "Allow"
+            assert result["context"]["tenant_id"] == SAMPLE_TENANT
+        case "ingest":
+            assert result == {"batchItemFailures": []}
+        case "lifecycle":
+            assert result["tenants"] >= 1 and "materialized" in result
+        case "migrate":
+            assert result["PhysicalResourceId"] == "contextos-schema"
+        case _:
+            pytest.fail(f"no expectation for {function}")
+
+
+def test_the_s3_sample_ingests_the_uploaded_file(prepared):
+    invoke("ingest", json.loads((REPO / "events" / "ingest__sqs_s3_upload.json").read_text()))
+    with container.database().tenant_tx(SAMPLE_TENANT) as conn:
+        doc = conn.execute(
+            "SELECT status, filename FROM documents WHERE upload_s3_key = %s", ["uploads/events-tenant/team notes.md"]
+        ).fetchone()
+    assert doc == {"status": "done", "filename": "team notes.md"}
+
+
+def test_an_unknown_api_key_is_denied(prepared):
+    event = json.loads((REPO / "events" / "authorizer__request.json").read_text())
+    event["headers"]["Authorization"] = "Bearer ctx_not_a_key"
+    result = invoke("authorizer", event)
+    assert result["policyDocument"]["Statement"][0]["Effect"] == "Deny"
+    assert not result.get("context")

@@ -1,0 +1,56 @@
+import math
+
+import pytest
+from contextos.config import RetrievalSettings
+from contextos.scoring import Candidate, rank, score_candidate, softmax
+
+CFG = RetrievalSettings()
+
+
+def test_relevance_matches_the_spec_formula_by_hand():
+    c = Candidate(
+        id="a", strength=0.8, hours_since_access=5.0, importance=5, vector=0.9, text=0.5, graph=0.2, methods={"vector"}
+    )
+    s = score_candidate(c, CFG)
+    semantic = 0.5 * 0.9 + 0.3 * 0.5 + 0.2 * 0.2  # 0.64
+    recency = math.exp(-0.1 * 5.0)  # 0.60653
+    assert s.semantic == pytest.approx(semantic)
+    assert s.recency == pytest.approx(recency)
+    assert s.relevance == pytest.approx(0.4 * semantic + 0.3 * 0.8 + 0.3 * recency)  # 0.67796
+
+
+def test_found_by_several_methods_earns_the_bonus():
+    one = score_candidate(
+        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector"}), CFG
+    )
+    two = score_candidate(
+        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector", "text"}), CFG
+    )
+    assert two.relevance - one.relevance == pytest.approx(CFG.multi_method_bonus)
+
+
+def test_softmax_sums_to_one_and_keeps_order():
+    p = softmax([0.7, 0.5, 0.6], 0.1)
+    assert sum(p) == pytest.approx(1.0)
+    assert p[0] > p[2] > p[1]
+    assert p[0] / p[1] == pytest.approx(math.exp((0.7 - 0.5) / 0.1))
+
+
+def test_ties_break_by_strength_then_recency_then_importance():
+    base = {"vector": 0.5, "methods": {"vector"}}
+    # Same relevance by construction: trade strength against recency exactly.
+    a = Candidate(id="low-strength", strength=0.5, hours_since_access=0.0, importance=9, **base)
+    b = Candidate(id="high-strength", strength=0.6, hours_since_access=-math.log(0.9) / 0.1, importance=1, **base)
+    c = Candidate(id="same-but-important", strength=0.5, hours_since_access=0.0, importance=10, **base)
+    d = Candidate(id="same-less-important", strength=0.5, hours_since_access=0.0, importance=2, **base)
+    ranked = [r.candidate.id for r in rank([d, a, c, b], CFG)]
+    assert score_candidate(a, CFG).relevance == pytest.approx(score_candidate(b, CFG).relevance)
+    assert ranked == ["high-strength", "same-but-important", "low-strength", "same-less-important"]
+
+
+def test_rank_orders_by_relevance_and_reports_probabilities():
+    strong = Candidate(id="s", strength=0.9, hours_since_access=1, importance=5, vector=0.9, methods={"vector"})
+    weak = Candidate(id="w", strength=0.3, hours_since_access=100, importance=5, vector=0.2, methods={"vector"})
+    ranked = rank([weak, strong], CFG)
+    assert [r.candidate.id for r in ranked] == ["s", "w"]
+    assert sum(r.score.probability for r in ranked) == pytest.approx(1.0)

@@ -1,0 +1,1 @@
+"""One construct per concern; the stack only wires them together."""

@@ -1,0 +1,1 @@
+"""Infrastructure tests: CDK assertions, cdk-nag, cfn-lint and the layer build."""

@@ -1,0 +1,57 @@
+# Everyday verbs (STYLE 14). Every target installs what it needs into .venv first.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+
+.PHONY: install dev test test-unit test-integration test-infra lint format layer synth openapi bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -e '.[local,dev,infra]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## The local stack: embedded PostgreSQL + pgvector, moto, the API on http://127.0.0.1:8787
+dev: install
+	$(VENV)/bin/contextos dev
+
+## The whole suite: unit, integration (real PostgreSQL + moto), e2e (local stack over HTTP), infra (CDK)
+test: install
+	$(PY) -m pytest
+
+test-unit: install
+	$(PY) -m pytest tests/unit
+
+test-integration: install
+	$(PY) -m pytest tests/integration tests/e2e
+
+test-infra: install
+	$(PY) -m pytest tests/infra
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+## The domain layer for Lambda (arm64, CPython 3.12), built without Docker
+layer: install
+	bash layers/build.sh
+
+## CloudFormation from the CDK app (add CDK_ARGS="-c database=cockroach" for the other mode)
+synth: layer
+	test -d node_modules || npm ci --no-audit --no-fund
+	npx cdk synth -q $(CDK_ARGS)
+
+openapi: install
+	$(PY) -c "from contextos.api.app import app; print(app.get_openapi_json_schema())" > docs/openapi.json
+
+bench: install
+	$(PY) benchmarks/embedding.py
+
+clean:
+	rm -rf $(VENV) cdk.out layers/build .pytest_cache .ruff_cache

@@ -16,9 +16,14 @@ def test_markdown_links_and_images_keep_only_their_text():
 
 def test_binary_content_named_txt_is_refused_by_sniffing():
     with pytest.raises(UnsupportedContent):
-        parse_document(b"%PDF-1.7 binary", filename="report.txt", declared_type="text/plain")
+        parse_document(b"\x7fELF\x02\x01\x01 binary", filename="report.txt", declared_type="text/plain")
     with pytest.raises(UnsupportedContent):
         parse_document(b"abc\x00\x01\x02", filename="x.txt", declared_type=None)
+
+
+def test_a_pdf_named_txt_is_read_as_a_pdf_so_a_broken_one_fails_as_a_pdf():
+    with pytest.raises(PermanentError, match="PDF"):
+        parse_document(b"%PDF-1.7 binary", filename="report.txt", declared_type="text/plain")
 
 
 def test_invalid_utf8_and_empty_text_fail_permanently():
@@ -43,3 +48,23 @@ def test_domains_are_detected_from_structure():
     assert detect_domain("# A\n\ntext\n\n## B\n\nmore", "markdown") == "documentation"
     assert detect_domain("2026-01-01 met Bob\n2026-01-02 called Alice", "text") == "notes"
     assert detect_domain("Just a paragraph.", "text") == "general"
+
+
+def test_books_and_textbooks_are_told_apart_by_numbered_subsections():
+    book = "Chapter 1\nIt rained.\n\nChapter 2\nIt stopped."
+    textbook = "Chapter 1 Sets\n1.1 Definitions\nA set...\n1.2 Operations\nUnion...\nChapter 2 Maps\nText."
+    assert detect_domain(book, "text") == "book"
+    assert detect_domain(textbook, "text") == "textbook"
+
+
+def test_a_paper_needs_paper_headings_not_just_the_word_abstract():
+    assert detect_domain("An abstract class has an introduction method.", "text") == "general"
+    numbered = "1 Introduction\nx\n2 Methods\ny\n3 Results\nz\n4 Discussion\nw\nReferences\n[1] A."
+    assert detect_domain(numbered, "pdf") == "research_paper"
+
+
+def test_code_notes_and_documentation_domains():
+    assert detect_domain("anything at all", "code") == "code"
+    assert detect_domain("Mon 3 Jan\nmet Bob\nTue 4 Jan\ncalled Alice", "text") == "notes"
+    assert detect_domain("# Install\n\npip install x\n\n# Usage\n\nrun it", "docx") == "documentation"
+    assert detect_domain("# Part one\n\nprose\n\n# Part two\n\nprose", "docx") == "general"

@@ -59,6 +59,7 @@ class ExtractionSettings(BaseModel):
     """S4 step 3-4 knobs for the extractor and validation."""
 
     window_tokens: int = 12_000
+    max_calls_per_document: int = 40  # beyond this a document fails with a clear reason
     max_concepts_per_call: int = 12
     min_definition_chars: int = 30
     generic_modifiers: list[str] = Field(
@@ -76,6 +77,16 @@ class ExtractionSettings(BaseModel):
             "mechanism",
         ]
     )
+
+
+class MergeSettings(BaseModel):
+    """S4 step 7: when a new concept joins an existing memory instead of creating one."""
+
+    near_duplicate_cosine: float = 0.93  # nearest memory of the same type at or above this merges
+    exact_probe_max_rows: int = 2_000  # tenants up to this many hot memories are probed exactly
+    probe_ef_search: int = 16
+    related_edge_weight: float = 0.5
+    related_edge_step: float = 0.25
 
 
 class BedrockSettings(BaseModel):
@@ -128,6 +139,7 @@ class Settings(BaseSettings):
     decay: DecaySettings = Field(default_factory=DecaySettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    merge: MergeSettings = Field(default_factory=MergeSettings)
 
     @property
     def raw_bucket_name(self) -> str:

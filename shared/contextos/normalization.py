@@ -30,15 +30,46 @@ def normalize_text(text: str) -> str:
 
 
 def norm_key(label: str, generic_modifiers: Iterable[str] = ()) -> str:
-    """Lowercase, punctuation out, generic modifiers out, words sorted and joined.
+    """Lowercase, punctuation out, generic modifiers out, plurals folded, words sorted and joined.
 
-    "The Retrieval-System" and "retrieval system" share one key. A label made only of
-    modifiers keeps them, so it never collapses to an empty key.
+    "The Retrieval-System" and "retrieval system" share one key, and so do "feature flag" and
+    "Feature Flags". A label made only of modifiers keeps them, so it never collapses to nothing.
     """
-    words = _PUNCT.sub(" ", label.lower()).split()
-    modifiers = {m.lower() for m in generic_modifiers}
+    words = [singular(w) for w in _PUNCT.sub(" ", label.lower()).split()]
+    modifiers = {singular(m.lower()) for m in generic_modifiers}
     kept = [w for w in words if w not in modifiers] or words
     return " ".join(sorted(kept))
+
+
+def singular(word: str) -> str:
+    """A light English plural fold, applied the same way to both sides of every comparison."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is", "os")):
+        return word[:-1]
+    return word
+
+
+_CONNECTORS = frozenset("a an and as at by for from in into of on or the to via with".split())
+
+
+def initials(label: str) -> str | None:
+    """ "Group Relative Policy Optimization" → "grpo" (connector words skipped); None for one word."""
+    words = [w for w in _PUNCT.sub(" ", label).split() if w.lower() not in _CONNECTORS]
+    if len(words) < 2:
+        return None
+    return "".join(w[0] for w in words).lower()
+
+
+def acronyms(label: str) -> list[str]:
+    """The acronym tokens in a label: "GRPO training method" → ["grpo"]."""
+    return sorted(
+        {w.lower() for w in _PUNCT.sub(" ", label).split() if 2 <= len(w) <= 8 and w.isupper() and w.isalpha()}
+    )
 
 
 def estimate_tokens(text: str) -> int:

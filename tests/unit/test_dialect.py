@@ -21,7 +21,7 @@ def test_the_vector_dimension_follows_the_embedder():
 
 def test_cockroach_ddl_uses_its_vector_index_and_no_extension():
     sql = rendered("cockroach")
-    assert "CREATE VECTOR INDEX IF NOT EXISTS memories_embedding_vec" in sql
+    assert "CREATE VECTOR INDEX IF NOT EXISTS memory_vectors_embedding_vec" in sql
     assert "(tenant_id, embedding vector_cosine_ops)" in sql  # tenant-prefixed: ANN already scoped
     assert "CREATE EXTENSION" not in sql
     assert "USING hnsw" not in sql
@@ -34,7 +34,7 @@ def test_postgres_ddl_uses_hnsw_and_row_level_security():
     sql = rendered("postgres")
     assert "CREATE EXTENSION IF NOT EXISTS vector" in sql
     assert "USING hnsw (embedding vector_cosine_ops)" in sql
-    assert sql.count("ENABLE ROW LEVEL SECURITY") == 10
+    assert sql.count("ENABLE ROW LEVEL SECURITY") == 11
 
 
 def test_search_breadth_is_set_per_transaction_in_each_dialect():

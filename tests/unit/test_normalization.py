@@ -25,3 +25,19 @@ def test_estimate_tokens_grows_with_text_and_is_zero_for_nothing():
     assert estimate_tokens("") == 0
     assert estimate_tokens("one two three") >= 3
     assert estimate_tokens("x" * 400) == 100
+
+
+def test_norm_key_folds_simple_plurals_on_both_sides():
+    assert norm_key("Feature Flags") == norm_key("feature flag")
+    assert norm_key("Policies") == norm_key("policy")
+    assert norm_key("process") == "process" and norm_key("status") == "status"
+
+
+def test_initials_and_acronyms_pair_a_long_name_with_its_short_form():
+    from contextos.normalization import acronyms, initials
+
+    assert initials("Group Relative Policy Optimization") == "grpo"
+    assert initials("Bidirectional Encoder Representations from Transformers") == "bert"
+    assert initials("Kubernetes") is None
+    assert acronyms("GRPO training method") == ["grpo"]
+    assert acronyms("Graph expansion") == []

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from contextos.config import DecaySettings
+from contextos.config import DecaySettings, MergeSettings
 from contextos.errors import NotFound
 from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
+from contextos.normalization import acronyms, initials
 from contextos.store.db import Database
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
@@ -25,9 +26,10 @@ DOCUMENT_COLUMNS = (
 
 
 class MemoryStore:
-    def __init__(self, db: Database, decay: DecaySettings) -> None:
+    def __init__(self, db: Database, decay: DecaySettings, merge: MergeSettings | None = None) -> None:
         self.db = db
         self.decay = decay
+        self.merge = merge or MergeSettings()
 
     # -- tenants ---------------------------------------------------------------------------
     def tenant_ids(self) -> list[str]:
@@ -45,7 +47,7 @@ class MemoryStore:
         provenance: str,
         size_bytes: int,
         raw_text: str | None = None,
-        raw_s3_key: str | None = None,
+        source_s3_key: str | None = None,
         upload_s3_key: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> tuple[DocumentRecord, bool]:
@@ -54,7 +56,7 @@ class MemoryStore:
             conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
             row = conn.execute(
                 f"""INSERT INTO documents (tenant_id, content_hash, filename, content_type, provenance,
-                        size_bytes, raw_text, raw_s3_key, upload_s3_key, metadata)
+                        size_bytes, raw_text, source_s3_key, upload_s3_key, metadata)
                     VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                     ON CONFLICT (tenant_id, content_hash) DO NOTHING
                     RETURNING {DOCUMENT_COLUMNS}""",
@@ -66,7 +68,7 @@ class MemoryStore:
                     provenance,
                     size_bytes,
                     raw_text,
-                    raw_s3_key,
+                    source_s3_key,
                     upload_s3_key,
                     Jsonb(metadata or {}),
                 ],
@@ -100,7 +102,7 @@ class MemoryStore:
                    WHERE tenant_id = %s AND id = %s
                      AND (status = 'queued'
                           OR (status = 'processing' AND updated_at < now() - make_interval(secs => %s)))
-                   RETURNING id, filename, content_type, provenance, raw_text, raw_s3_key, upload_s3_key,
+                   RETURNING id, filename, content_type, provenance, raw_text, source_s3_key, upload_s3_key,
                              attempts""",
                 [tenant_id, document_id, stale_after_s],
             ).fetchone()
@@ -142,110 +144,64 @@ class MemoryStore:
         source_type: str,
         domain: str,
         counts: dict[str, Any],
+        raw_text: str | None = None,
+        raw_s3_key: str | None = None,
     ) -> StoreResult:
-        """Upsert memories, items and edges and finish the document: one transaction, no read-then-write."""
-        d = self.decay
-        strength = current_strength("m")
-        merged_strength = f"LEAST(1.0, {d.reinforce_keep} * {strength} + {1 - d.reinforce_keep})"
-        initial = float(d.initial_strength)
+        """Merge or create memories, record every occurrence, add edges and finish the document.
+
+        One transaction under the tenant's row lock: the merge decisions that look at existing
+        memories (acronyms, near duplicates) cannot race a concurrent ingest, and the upserts
+        make a crash or a redelivery leave nothing half-written.
+        """
         with self.db.tenant_tx(tenant_id) as conn:
-            rows = conn.execute(
-                f"""
-                WITH input AS (
-                    SELECT * FROM unnest(%(keys)s::text[], %(labels)s::text[], %(defs)s::text[], %(types)s::text[],
-                                         %(imps)s::int[], %(embs)s::vector[], %(rates)s::float8[],
-                                         %(provs)s::text[], %(trusts)s::float8[])
-                        AS t(norm_key, label, definition, type, importance, embedding, decay_rate,
-                             provenance, base_trust)
-                ),
-                upserted AS (
-                    INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
-                        strength_anchor, decay_rate, strength, band, provenance, base_trust, embedding,
-                        embedder_id, next_transition_at)
-                    SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
-                           {initial}, i.decay_rate, {initial}, 'strong', i.provenance, i.base_trust, i.embedding,
-                           %(embedder)s,
-                           {next_transition(str(initial), "now()", "i.decay_rate", str(initial), d)}
-                    FROM input i
-                    ON CONFLICT (tenant_id, norm_key) WHERE state = 'active' DO UPDATE SET
-                        strength_anchor = {merged_strength},
-                        strength_anchor_at = now(),
-                        strength = {merged_strength},
-                        band = {band_case(merged_strength, d)},
-                        strength_materialized_at = now(),
-                        next_transition_at = {
-                    next_transition(merged_strength, "now()", "m.decay_rate", merged_strength, d)
-                },
-                        importance = GREATEST(m.importance, EXCLUDED.importance),
-                        definition = CASE WHEN EXCLUDED.importance > m.importance
-                                          OR (EXCLUDED.importance = m.importance
-                                              AND length(EXCLUDED.definition) > length(m.definition))
-                                     THEN EXCLUDED.definition ELSE m.definition END,
-                        embedding = CASE WHEN EXCLUDED.importance > m.importance
-                                          OR (EXCLUDED.importance = m.importance
-                                              AND length(EXCLUDED.definition) > length(m.definition))
-                                     THEN EXCLUDED.embedding ELSE m.embedding END,
-                        access_count = m.access_count + 1,
-                        last_accessed_at = now(),
-                        version = m.version + 1,
-                        updated_at = now()
-                    RETURNING m.id, m.norm_key, (m.created_at = now()) AS inserted
-                ),
-                items AS (
-                    INSERT INTO memory_items (tenant_id, memory_id, document_id, label, definition, importance)
-                    SELECT %(tenant)s, u.id, %(doc)s, i.label, i.definition, i.importance
-                    FROM upserted u JOIN input i ON i.norm_key = u.norm_key
-                    RETURNING 1
-                )
-                SELECT u.id, u.norm_key, u.inserted, (SELECT count(*) FROM items) AS item_count FROM upserted u
-                """,
-                {
-                    "tenant": tenant_id,
-                    "doc": document_id,
-                    "embedder": embedder_id,
-                    "keys": [c.norm_key for c in candidates],
-                    "labels": [c.label for c in candidates],
-                    "defs": [c.definition for c in candidates],
-                    "types": [c.type for c in candidates],
-                    "imps": [c.importance for c in candidates],
-                    "embs": [Vector(c.embedding) for c in candidates],
-                    "rates": [c.decay_rate for c in candidates],
-                    "provs": [c.provenance.value for c in candidates],
-                    "trusts": [c.base_trust for c in candidates],
-                },
-            ).fetchall()
+            hot = self._lock_tenant(conn, tenant_id)
+            merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates, hot) if hot else ({}, {})
+            final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
+            memories = _one_per_key(candidates, final_keys)
+            rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
             ids = {r["norm_key"]: r["id"] for r in rows}
+            self._write_vectors(conn, tenant_id, memories, rows, embedder_id)
+            items = self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
+            remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
             pairs = sorted(
-                {(ids[c.norm_key], ids[r]) for c in candidates for r in c.related_keys if r in ids and r != c.norm_key}
+                {
+                    (ids[key], ids[remap.get(r, r)])
+                    for c, key in zip(candidates, final_keys, strict=True)
+                    for r in c.related_keys
+                    if remap.get(r, r) in ids and remap.get(r, r) != key
+                }
             )
-            edges = 0
-            if pairs:
-                edges = conn.execute(
-                    """INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
-                       SELECT %s, s, d, 'related', 0.5 FROM unnest(%s::uuid[], %s::uuid[]) AS p(s, d)
-                       ON CONFLICT (tenant_id, src_id, dst_id, type)
-                       DO UPDATE SET weight = LEAST(1.0, relationships.weight + 0.25), updated_at = now()""",
-                    [tenant_id, [p[0] for p in pairs], [p[1] for p in pairs]],
-                ).rowcount
+            edges = self._upsert_related_edges(conn, tenant_id, pairs)
+            created = sum(1 for r in rows if r["inserted"])
+            if created:
+                conn.execute(
+                    "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [created, tenant_id]
+                )
             result = StoreResult(
-                created=sum(1 for r in rows if r["inserted"]),
-                merged=sum(1 for r in rows if not r["inserted"]),
-                items=rows[0]["item_count"] if rows else 0,
+                created=created,
+                merged=len(candidates) - created,
+                items=items,
                 edges=edges,
                 memory_ids=[r["id"] for r in rows],
             )
+            merge_counts = {
+                reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())
+            }
             conn.execute(
                 """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
-                          counts = %s, updated_at = now()
+                          raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
                    WHERE tenant_id = %s AND id = %s""",
                 [
                     source_type,
                     domain,
+                    raw_text,
+                    raw_s3_key,
                     Jsonb(
                         counts
                         | {
                             "memories_created": result.created,
                             "memories_merged": result.merged,
+                            "merged_by": merge_counts,
                             "items": result.items,
                             "edges": result.edges,
                         }
@@ -255,6 +211,230 @@ class MemoryStore:
                 ],
             )
         return result
+
+    @staticmethod
+    def _lock_tenant(conn: Any, tenant_id: str) -> int:
+        """Serialize step 7 per tenant (a row lock works in both dialects); return its hot count."""
+        conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
+        row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s FOR UPDATE", [tenant_id]).fetchone()
+        return int(row["hot_memories"])
+
+    def _merge_targets(
+        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], hot: int
+    ) -> tuple[dict[int, str], dict[int, str]]:
+        """For each candidate without an exact key match: the existing memory it should join.
+
+        Cheap lookups first (exact keys, then acronym pairs such as "GRPO" ↔ "Group Relative
+        Policy Optimization", both through btree/GIN indexes in one query each); the vector
+        probe for near duplicates (same type, cosine at or above the threshold) runs only for
+        what is still unmatched.
+        """
+        keys = [c.norm_key for c in candidates]
+        existing = {
+            r["norm_key"]
+            for r in conn.execute(
+                "SELECT norm_key FROM memories WHERE tenant_id = %s AND state = 'active' AND norm_key = ANY(%s)",
+                [tenant_id, keys],
+            )
+        }
+        targets: dict[int, str] = {}
+        reasons: dict[int, str] = {}
+        open_idx = [i for i, c in enumerate(candidates) if c.norm_key not in existing]
+        cand_initials = {i: initials(candidates[i].label) for i in open_idx}
+        cand_acronyms = {i: acronyms(candidates[i].label) for i in open_idx}
+        wanted_initials = sorted({v for v in cand_initials.values() if v})
+        wanted_acronyms = sorted({a for v in cand_acronyms.values() for a in v})
+        if wanted_initials or wanted_acronyms:
+            pairs = conn.execute(
+                """SELECT norm_key, initials, acronyms FROM memories
+                   WHERE tenant_id = %s AND state = 'active'
+                     AND (acronyms && %s::text[] OR initials = ANY(%s::text[]))
+                   ORDER BY importance DESC, created_at""",
+                [tenant_id, wanted_initials, wanted_acronyms],
+            ).fetchall()
+            for i in open_idx:
+                for row in pairs:
+                    if row["norm_key"] != candidates[i].norm_key and (
+                        (cand_initials[i] and cand_initials[i] in row["acronyms"])
+                        or (row["initials"] and row["initials"] in cand_acronyms[i])
+                    ):
+                        targets[i], reasons[i] = row["norm_key"], "acronym"
+                        break
+        probe = [i for i in open_idx if i not in targets]
+        if probe:
+            for i, key in self._near_duplicates(conn, tenant_id, [candidates[i] for i in probe], probe, hot):
+                targets[i], reasons[i] = key, "near_duplicate"
+        return targets, reasons
+
+    def _near_duplicates(
+        self, conn: Any, tenant_id: str, candidates: list[MemoryCandidate], idx: list[int], hot: int
+    ) -> list[tuple[int, str]]:
+        """(candidate index, key) for candidates whose nearest memory of the same type is close enough.
+
+        Small tenants are probed exactly (pgvector 0.6 filters ANN results after the scan); large
+        ones through HNSW with a small search breadth — a near duplicate is, by definition, very
+        close, and the nearest few are enough to find it.
+        """
+        cfg = self.merge
+        exact = hot <= cfg.exact_probe_max_rows and self.db.dialect.exact_scan_sql()
+        conn.execute(exact or self.db.dialect.search_breadth_sql(cfg.probe_ef_search))
+        rows = conn.execute(
+            """SELECT c.idx, c.type AS wanted_type, m.norm_key, near.type, near.similarity
+               FROM unnest(%s::int[], %s::text[], %s::vector[]) AS c(idx, type, embedding)
+               CROSS JOIN LATERAL (
+                   SELECT v.memory_id, v.type, 1.0 - (v.embedding <=> c.embedding) AS similarity
+                   FROM memory_vectors v
+                   WHERE v.tenant_id = %s AND v.searchable
+                   ORDER BY v.embedding <=> c.embedding
+                   LIMIT 3
+               ) near
+               JOIN memories m ON m.tenant_id = %s AND m.id = near.memory_id""",
+            [idx, [c.type for c in candidates], [Vector(c.embedding) for c in candidates], tenant_id, tenant_id],
+        ).fetchall()
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = on")
+        found: dict[int, tuple[float, str]] = {}
+        for row in rows:
+            close_enough = row["type"] == row["wanted_type"] and row["similarity"] >= cfg.near_duplicate_cosine
+            if close_enough and (row["idx"] not in found or row["similarity"] > found[row["idx"]][0]):
+                found[row["idx"]] = (row["similarity"], row["norm_key"])
+        return [(i, key) for i, (_, key) in sorted(found.items())]
+
+    @staticmethod
+    def _write_vectors(
+        conn: Any, tenant_id: str, memories: list[MemoryCandidate], rows: list[dict], embedder_id: str
+    ) -> None:
+        """A vector for each new memory, and a new vector where a merge kept the newer definition."""
+        by_key = {m.norm_key: m for m in memories}
+        changed = [r for r in rows if r["inserted"] or r["definition"] == by_key[r["norm_key"]].definition]
+        if not changed:
+            return
+        conn.execute(
+            """INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id)
+               SELECT %s, i, t, e, %s FROM unnest(%s::uuid[], %s::text[], %s::vector[]) AS v(i, t, e)
+               ON CONFLICT (tenant_id, memory_id) DO UPDATE
+               SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, updated_at = now()""",
+            [
+                tenant_id,
+                embedder_id,
+                [r["id"] for r in changed],
+                [r["type"] for r in changed],
+                [Vector(by_key[r["norm_key"]].embedding) for r in changed],
+            ],
+        )
+
+    def _upsert_memories(self, conn: Any, tenant_id: str, memories: list[MemoryCandidate]) -> list[dict]:
+        """Insert new memories; a key match reinforces, keeps the better definition and bumps access."""
+        d = self.decay
+        strength = current_strength("m")
+        merged_strength = f"LEAST(1.0, {d.reinforce_keep} * {strength} + {1 - d.reinforce_keep})"
+        initial = float(d.initial_strength)
+        better = (
+            "(EXCLUDED.importance > m.importance OR (EXCLUDED.importance = m.importance"
+            " AND length(EXCLUDED.definition) > length(m.definition)))"
+        )
+        return conn.execute(
+            f"""
+            INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
+                strength_anchor, decay_rate, strength, band, provenance, base_trust,
+                next_transition_at, initials, acronyms)
+            SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
+                   {initial}, i.decay_rate, {initial}, 'strong', i.provenance, i.base_trust,
+                   {next_transition(str(initial), "now()", "i.decay_rate", str(initial), d)},
+                   i.initials, COALESCE(string_to_array(NULLIF(i.acronyms, ''), ','), '{{}}')
+            FROM unnest(%(keys)s::text[], %(labels)s::text[], %(defs)s::text[], %(types)s::text[],
+                        %(imps)s::int[], %(rates)s::float8[], %(provs)s::text[],
+                        %(trusts)s::float8[], %(inits)s::text[], %(acrs)s::text[])
+                AS i(norm_key, label, definition, type, importance, decay_rate, provenance,
+                     base_trust, initials, acronyms)
+            ON CONFLICT (tenant_id, norm_key) WHERE state = 'active' DO UPDATE SET
+                strength_anchor = {merged_strength},
+                strength_anchor_at = now(),
+                strength = {merged_strength},
+                band = {band_case(merged_strength, d)},
+                strength_materialized_at = now(),
+                next_transition_at = {next_transition(merged_strength, "now()", "m.decay_rate", merged_strength, d)},
+                importance = GREATEST(m.importance, EXCLUDED.importance),
+                definition = CASE WHEN {better} THEN EXCLUDED.definition ELSE m.definition END,
+                acronyms = ARRAY(SELECT DISTINCT unnest(m.acronyms || EXCLUDED.acronyms)),
+                initials = COALESCE(m.initials, EXCLUDED.initials),
+                access_count = m.access_count + 1,
+                last_accessed_at = now(),
+                version = m.version + 1,
+                updated_at = now()
+            RETURNING m.id, m.norm_key, m.definition, m.type, (m.created_at = now()) AS inserted
+            """,
+            {
+                "tenant": tenant_id,
+                "keys": [c.norm_key for c in memories],
+                "labels": [c.label for c in memories],
+                "defs": [c.definition for c in memories],
+                "types": [c.type for c in memories],
+                "imps": [c.importance for c in memories],
+                "rates": [c.decay_rate for c in memories],
+                "provs": [c.provenance.value for c in memories],
+                "trusts": [c.base_trust for c in memories],
+                "inits": [initials(c.label) for c in memories],
+                "acrs": [",".join(acronyms(c.label)) for c in memories],
+            },
+        ).fetchall()
+
+    @staticmethod
+    def _insert_items(
+        conn: Any,
+        tenant_id: str,
+        document_id: UUID,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: list[str],
+        ids: dict[str, UUID],
+    ) -> int:
+        """One memory_item per occurrence, under the memory it ended in."""
+        if not candidates:
+            return 0
+        return conn.execute(
+            """INSERT INTO memory_items (tenant_id, memory_id, document_id, label, definition, importance)
+               SELECT %s, m, %s, l, d, i FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::int[]) AS t(m, l, d, i)""",
+            [
+                tenant_id,
+                document_id,
+                [ids[k] for k in final_keys],
+                [c.label for c in candidates],
+                [c.definition for c in candidates],
+                [c.importance for c in candidates],
+            ],
+        ).rowcount
+
+    def _upsert_related_edges(self, conn: Any, tenant_id: str, pairs: list[tuple[UUID, UUID]]) -> int:
+        if not pairs:
+            return 0
+        cfg = self.merge
+        return conn.execute(
+            f"""INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
+               SELECT %s, s, d, 'related', {cfg.related_edge_weight} FROM unnest(%s::uuid[], %s::uuid[]) AS p(s, d)
+               ON CONFLICT (tenant_id, src_id, dst_id, type)
+               DO UPDATE SET weight = LEAST(1.0, relationships.weight + {cfg.related_edge_step}), updated_at = now()""",
+            [tenant_id, [p[0] for p in pairs], [p[1] for p in pairs]],
+        ).rowcount
+
+    def memories_of_document(self, tenant_id: str, document_id: UUID) -> list[dict]:
+        """Every memory a document taught (document → memories)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """SELECT DISTINCT m.id, m.label, m.type, m.importance, m.state
+                   FROM memory_items i JOIN memories m ON m.tenant_id = i.tenant_id AND m.id = i.memory_id
+                   WHERE i.tenant_id = %s AND i.document_id = %s ORDER BY m.label""",
+                [tenant_id, document_id],
+            ).fetchall()
+
+    def sources_of_memory(self, tenant_id: str, memory_id: UUID) -> list[dict]:
+        """Every occurrence behind a memory (memory → documents and sessions)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """SELECT i.document_id, d.filename, i.session_id, i.label, i.definition, i.importance, i.created_at
+                   FROM memory_items i LEFT JOIN documents d ON d.tenant_id = i.tenant_id AND d.id = i.document_id
+                   WHERE i.tenant_id = %s AND i.memory_id = %s ORDER BY i.created_at""",
+                [tenant_id, memory_id],
+            ).fetchall()
 
     # -- retrieval -------------------------------------------------------------------------
     def vector_search(self, tenant_id: str, embedding: Sequence[float], *, k: int, ef_search: int) -> list[dict]:
@@ -266,11 +446,16 @@ class MemoryStore:
         query = f"""
             SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                    m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
-                   1.0 - (m.embedding <=> %(q)s) AS vector_sim
-            FROM memories m
-            WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active' AND m.embedding IS NOT NULL
-            ORDER BY m.embedding <=> %(q)s
-            LIMIT %(k)s"""
+                   nearest.vector_sim
+            FROM (
+                SELECT v.memory_id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim
+                FROM memory_vectors v
+                WHERE v.tenant_id = %(tenant)s AND v.searchable
+                ORDER BY v.embedding <=> %(q)s
+                LIMIT %(k)s
+            ) nearest
+            JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = nearest.memory_id
+            ORDER BY nearest.vector_sim DESC"""
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
         with self.db.tenant_tx(tenant_id) as conn:
             conn.execute(self.db.dialect.search_breadth_sql(max(ef_search, k)))
@@ -376,11 +561,26 @@ class MemoryStore:
             row = conn.execute(
                 f"""SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.strength_anchor,
                            m.strength_anchor_at, m.strength, m.band, m.access_count, m.last_accessed_at,
-                           m.tier, m.state, m.provenance, m.base_trust, m.embedder_id, m.decay_rate,
+                           m.tier, m.state, m.provenance, m.base_trust, v.embedder_id, m.decay_rate,
                            m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now
-                    FROM memories m WHERE m.tenant_id = %s AND m.id = %s""",
+                    FROM memories m
+                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                    WHERE m.tenant_id = %s AND m.id = %s""",
                 [tenant_id, memory_id],
             ).fetchone()
         if not row:
             raise NotFound(f"memory {memory_id} not found")
         return row
+
+
+def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[MemoryCandidate]:
+    """Candidates that ended under one key become one memory row: the most important, then longest."""
+    best: dict[str, MemoryCandidate] = {}
+    for candidate, key in zip(candidates, final_keys, strict=True):
+        current = best.get(key)
+        if current is None or (candidate.importance, len(candidate.definition)) > (
+            current.importance,
+            len(current.definition),
+        ):
+            best[key] = candidate.model_copy(update={"norm_key": key})
+    return list(best.values())

@@ -73,8 +73,6 @@ CREATE TABLE IF NOT EXISTS memories (
     superseded_by            uuid,
     provenance               text NOT NULL,
     base_trust               real NOT NULL CHECK (base_trust BETWEEN 0 AND 1),
-    embedding                vector({{embedding_dim}}),
-    embedder_id              text NOT NULL,
     cold_object_key          text,
     cold_byte_start          bigint,
     cold_byte_end            bigint,
@@ -101,6 +99,21 @@ CREATE UNIQUE INDEX IF NOT EXISTS memories_active_key
 CREATE INDEX IF NOT EXISTS memories_next_transition
     ON memories (tenant_id, next_transition_at) WHERE state = 'active' AND tier = 'hot';
 CREATE INDEX IF NOT EXISTS memories_tenant_band ON memories (tenant_id, band, tier, state);
+
+-- Vectors live in their own table: a memory's row changes on every reinforcement, band change
+-- and merge, and each non-HOT update of a row would re-insert it into the ANN index (milliseconds
+-- per row). The vector row changes only when the embedding does.
+CREATE TABLE IF NOT EXISTS memory_vectors (
+    tenant_id   text NOT NULL,
+    memory_id   uuid NOT NULL,
+    type        text NOT NULL,  -- near-duplicate merges stay within a type
+    searchable  boolean NOT NULL DEFAULT true,  -- hot and active: what the ANN index serves
+    embedding   vector({{embedding_dim}}) NOT NULL,
+    embedder_id text NOT NULL,
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, memory_id),
+    FOREIGN KEY (tenant_id, memory_id) REFERENCES memories (tenant_id, id) ON DELETE CASCADE
+);
 
 CREATE TABLE IF NOT EXISTS memory_items (
     tenant_id     text NOT NULL,

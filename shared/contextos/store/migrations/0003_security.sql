@@ -15,7 +15,7 @@ GRANT SELECT ON store_meta, tenants, api_keys TO contextos_app;
 GRANT INSERT ON tenants, api_keys TO contextos_app;
 GRANT UPDATE (revoked_at) ON api_keys TO contextos_app;
 GRANT SELECT, INSERT, UPDATE, DELETE
-    ON documents, memories, memory_items, relationships, sessions, messages,
+    ON documents, memories, memory_vectors, memory_items, relationships, sessions, messages,
        review_queue, context_log, reminders
     TO contextos_app;
 GRANT SELECT, INSERT ON audit_log TO contextos_app;
@@ -24,6 +24,7 @@ GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO contextos_app;
 
 ALTER TABLE documents ENABLE ROW LEVEL SECURITY;
 ALTER TABLE memories ENABLE ROW LEVEL SECURITY;
+ALTER TABLE memory_vectors ENABLE ROW LEVEL SECURITY;
 ALTER TABLE memory_items ENABLE ROW LEVEL SECURITY;
 ALTER TABLE relationships ENABLE ROW LEVEL SECURITY;
 ALTER TABLE sessions ENABLE ROW LEVEL SECURITY;
@@ -39,6 +40,10 @@ CREATE POLICY tenant_isolation ON documents
     WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
 DROP POLICY IF EXISTS tenant_isolation ON memories;
 CREATE POLICY tenant_isolation ON memories
+    USING (tenant_id = current_setting('app.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
+DROP POLICY IF EXISTS tenant_isolation ON memory_vectors;
+CREATE POLICY tenant_isolation ON memory_vectors
     USING (tenant_id = current_setting('app.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
 DROP POLICY IF EXISTS tenant_isolation ON memory_items;

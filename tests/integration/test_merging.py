@@ -1,0 +1,173 @@
+"""S4 step 7: key, acronym and near-duplicate merges; every occurrence kept; safe under concurrency."""
+
+import threading
+import uuid
+
+import pytest
+from contextos import container
+from contextos.config import get_settings
+from contextos.decay import decay_rate
+from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
+from contextos.normalization import norm_key
+
+
+@pytest.fixture
+def store(configured):
+    return container.memory_store()
+
+
+def new_document(store, tenant: str) -> uuid.UUID:
+    record, _ = store.create_document(
+        tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
+    )
+    return record.id
+
+
+def candidates(embedder, specs: list[tuple[str, str, str]], related: dict[str, list[str]] | None = None):
+    """(label, definition, type) → MemoryCandidates embedded with the real local model."""
+    vectors = embedder.embed([f"{label}: {definition}" for label, definition, _ in specs])
+    return [
+        MemoryCandidate(
+            norm_key=norm_key(label, ["system", "method"]),
+            label=label,
+            definition=definition,
+            type=type_,
+            importance=6,
+            related_keys=[norm_key(r, ["system", "method"]) for r in (related or {}).get(label, [])],
+            embedding=vector,
+            decay_rate=decay_rate(6, type_, get_settings().decay),
+            provenance=Provenance.user_upload,
+            base_trust=BASE_TRUST[Provenance.user_upload],
+        )
+        for (label, definition, type_), vector in zip(specs, vectors, strict=True)
+    ]
+
+
+def store_concepts(store, tenant, cands):
+    return store.store_document_concepts(
+        tenant, new_document(store, tenant), cands, embedder_id="local", source_type="text", domain="general", counts={}
+    )
+
+
+def active_memories(tenant: str) -> list[dict]:
+    with container.database().tenant_tx(tenant) as conn:
+        return conn.execute(
+            "SELECT id, label, norm_key, access_count, acronyms, initials FROM memories WHERE state = 'active'"
+        ).fetchall()
+
+
+def items_of(tenant: str, memory_id) -> int:
+    with container.database().tenant_tx(tenant) as conn:
+        return conn.execute(
+            "SELECT count(*) AS n FROM memory_items WHERE memory_id = %s", [memory_id]
+        ).fetchone()["n"]
+
+
+GRPO = ("Group Relative Policy Optimization", "A reinforcement learning algorithm that compares groups of sampled "
+        "answers to estimate advantages without a critic.", "fact")
+
+
+def test_an_acronym_joins_the_memory_of_its_long_form(store, tenant, local_embedder):
+    store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
+    result = store_concepts(store, tenant, candidates(local_embedder, [
+        ("GRPO training method", "Training with GRPO needs several completions per prompt to form a group.", "fact"),
+    ]))
+    assert (result.created, result.merged) == (0, 1)
+    [memory] = active_memories(tenant)
+    assert memory["label"] == "Group Relative Policy Optimization"
+    assert memory["access_count"] == 1 and "grpo" in memory["acronyms"]
+    assert items_of(tenant, memory["id"]) == 2
+
+
+def test_a_long_form_joins_the_memory_of_its_acronym(store, tenant, local_embedder):
+    store_concepts(store, tenant, candidates(local_embedder, [
+        ("RAG", "Retrieval before generation grounds a model's answer in documents it is given.", "fact")]))
+    result = store_concepts(store, tenant, candidates(local_embedder, [
+        ("Retrieval Augmented Generation", "Answers are generated from retrieved passages, which reduces "
+         "hallucination.", "fact")]))
+    assert result.merged == 1 and len(active_memories(tenant)) == 1
+
+
+def test_a_near_duplicate_of_the_same_type_merges_and_one_of_another_type_does_not(store, tenant, local_embedder):
+    base = ("Blue-green deployment", "Blue-green deployment keeps two identical production environments and "
+            "switches traffic between them.", "decision")
+    store_concepts(store, tenant, candidates(local_embedder, [base]))
+    same_type = ("Blue green deployments strategy", base[1], "decision")
+    other_type = ("Blue green deploy", base[1], "problem")
+    result = store_concepts(store, tenant, candidates(local_embedder, [same_type, other_type]))
+    assert (result.created, result.merged) == (1, 1)
+    labels = sorted(m["label"] for m in active_memories(tenant))
+    assert labels == ["Blue green deploy", "Blue-green deployment"]
+
+
+def test_unrelated_concepts_do_not_merge(store, tenant, local_embedder):
+    store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
+    result = store_concepts(store, tenant, candidates(local_embedder, [
+        ("Sourdough starter", "A culture of wild yeast and bacteria that leavens bread dough.", "fact")]))
+    assert result.created == 1 and len(active_memories(tenant)) == 2
+
+
+def test_two_candidates_that_land_on_one_memory_keep_both_occurrences_and_related_edges_follow(
+    store, tenant, local_embedder
+):
+    store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
+    batch = candidates(
+        local_embedder,
+        [
+            ("GRPO", "GRPO normalizes rewards within a group of samples for the same prompt.", "fact"),
+            ("Group relative policy optimizations", "The group-relative baseline replaces a learned value "
+             "function.", "fact"),
+            ("Reward model", "A reward model scores sampled answers so GRPO can rank them.", "fact"),
+        ],
+        related={"Reward model": ["GRPO"]},
+    )
+    result = store_concepts(store, tenant, batch)
+    memories = {m["label"]: m for m in active_memories(tenant)}
+    grpo = memories["Group Relative Policy Optimization"]
+    assert items_of(tenant, grpo["id"]) == 3
+    assert result.items == 3 and result.created == 1
+    with container.database().tenant_tx(tenant) as conn:
+        edge = conn.execute("SELECT src_id, dst_id FROM relationships WHERE type = 'related'").fetchone()
+    assert (edge["src_id"], edge["dst_id"]) == (memories["Reward model"]["id"], grpo["id"])
+
+
+def test_two_concurrent_ingests_of_overlapping_documents_lose_nothing_and_duplicate_nothing(
+    store, tenant, local_embedder
+):
+    shared = [("Circuit breaker", "Stops calling a failing dependency so failures do not cascade.", "fact"),
+              ("Exponential backoff", "Waits twice as long after each failed retry to let a service recover.",
+               "fact"),
+              ("Idempotency key", "Lets a client retry a request without applying it twice.", "fact")]
+    doc_a = candidates(local_embedder, [*shared, ("Bulkhead", "Isolates resources per caller so one slow caller "
+                                                  "cannot starve the rest.", "fact")])
+    doc_b = candidates(local_embedder, [*shared, ("Rate limiter", "Caps requests per client per second to protect "
+                                                  "a shared service.", "fact")])
+    errors: list[BaseException] = []
+    rounds = 8
+    barrier = threading.Barrier(2)
+
+    def ingest(cands):
+        try:
+            for _ in range(rounds):
+                barrier.wait()
+                store_concepts(store, tenant, cands)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ingest, args=(c,)) for c in (doc_a, doc_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    memories = active_memories(tenant)
+    assert sorted(m["label"] for m in memories) == sorted(
+        ["Circuit breaker", "Exponential backoff", "Idempotency key", "Bulkhead", "Rate limiter"]
+    )
+    with container.database().tenant_tx(tenant) as conn:
+        total_items = conn.execute("SELECT count(*) AS n FROM memory_items").fetchone()["n"]
+        hot = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant]).fetchone()
+    assert total_items == rounds * (len(doc_a) + len(doc_b))
+    assert hot["hot_memories"] == 5
+    by_label = {m["label"]: m for m in memories}
+    assert by_label["Circuit breaker"]["access_count"] == 2 * rounds - 1

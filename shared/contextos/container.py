@@ -37,7 +37,7 @@ def database() -> Database:
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
-    return MemoryStore(database(), get_settings().decay)
+    return MemoryStore(database(), get_settings().decay, get_settings().merge)
 
 
 @lru_cache(maxsize=1)
@@ -120,6 +120,13 @@ def keys():  # -> KeyService
 
 
 @lru_cache(maxsize=1)
+def memories():  # -> MemoryService
+    from contextos.services.memories import MemoryService
+
+    return MemoryService(store=memory_store(), decay=get_settings().decay)
+
+
+@lru_cache(maxsize=1)
 def retrieval():  # -> RetrievalService
     from contextos.services.retrieval import RetrievalService
 
@@ -130,7 +137,7 @@ def retrieval():  # -> RetrievalService
 def lifecycle():  # -> LifecycleService
     from contextos.services.lifecycle import LifecycleService
 
-    return LifecycleService(store=memory_store())
+    return LifecycleService(store=memory_store(), housekeeping=[idempotency_store().purge_expired])
 
 
 def reset() -> None:
@@ -146,8 +153,23 @@ def reset() -> None:
         judge,
         ingestion,
         keys,
+        memories,
         retrieval,
         lifecycle,
+        idempotency_store,
     ):
         factory.cache_clear()
     reset_settings()
+
+
+@lru_cache(maxsize=1)
+def idempotency_store():  # -> PostgresPersistenceLayer
+    """The Powertools idempotency store of the ingest function, on the shared database pool.
+
+    Given the ``database`` factory rather than a pool: the handler binds this store at import
+    time, and resolving the pool per call opens nothing then and follows ``reset()``. Powertools
+    configures a layer once, with the first config it sees: one layer per idempotent function.
+    """
+    from contextos.store.idempotency import PostgresPersistenceLayer
+
+    return PostgresPersistenceLayer(database)

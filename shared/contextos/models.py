@@ -182,6 +182,7 @@ class LifecycleReport(BaseModel):
     tenants: int = 0
     materialized: int = 0
     bands: dict[str, int] = Field(default_factory=dict)
+    housekeeping: int = 0  # rows removed by housekeeping chores
     elapsed_s: float = 0.0
 
 
@@ -215,3 +216,56 @@ class ContextRequest(BaseModel):
     format: Literal["markdown", "json", "plain"] = "markdown"
     dry_run: bool = False
     session_id: str | None = Field(default=None, max_length=200)
+
+
+class MemorySource(BaseModel):
+    """One occurrence behind a memory: where it came from and what that source said."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    document_id: UUID | None = None
+    filename: str | None = None
+    session_id: str | None = None
+    label: str
+    definition: str
+    importance: int
+    created_at: datetime
+
+
+class MemoryDetail(BaseModel):
+    """``GET /v1/memories/{id}``: the memory, its exact current strength and all its sources."""
+
+    id: UUID
+    label: str
+    definition: str
+    type: str
+    importance: int
+    strength: float
+    band: Band
+    access_count: int
+    last_accessed_at: datetime
+    tier: str
+    state: str
+    provenance: str
+    base_trust: float
+    embedder_id: str
+    created_at: datetime
+    updated_at: datetime
+    sources: list[MemorySource]
+
+
+class MemorySummary(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: UUID
+    label: str
+    type: str
+    importance: int
+    state: str
+
+
+class DocumentMemories(BaseModel):
+    """``GET /v1/documents/{id}/memories``: everything a document taught."""
+
+    document_id: UUID
+    memories: list[MemorySummary]

@@ -1,6 +1,6 @@
 import pytest
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-from contextos.api.app import app
 from contextos.api.auth import current_principal
 from contextos.auth import presented_key
 from contextos.errors import Unauthorized
@@ -9,8 +9,11 @@ from contextos.models import Provenance
 
 
 def principal_for(authorizer, body=None):
-    app.current_event = APIGatewayProxyEvent(api_proxy_event("POST", "/v1/context", {}, None, body, authorizer))
-    return current_principal(app)
+    """A bare resolver holding one event, as a route would see it (never the handler's app, whose
+    routers must stay bound to it)."""
+    resolver = APIGatewayRestResolver()
+    resolver.current_event = APIGatewayProxyEvent(api_proxy_event("POST", "/v1/context", {}, None, body, authorizer))
+    return current_principal(resolver)
 
 
 def test_the_tenant_comes_from_a_lambda_authorizer_context():

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import Server
 from pydantic import BaseModel
 
-from contextos.api import context, documents
+from contextos.api import context, documents, memories
 from contextos.errors import ContextOSError
 from contextos.observability import logger
 
@@ -39,6 +39,7 @@ def build_app() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True, strip_prefixes=["/v1/user", "/v1"])
     app.include_router(documents.router)
     app.include_router(context.router)
+    app.include_router(memories.router)
     app.enable_swagger(path="/swagger", title="ContextOS API", version="0.1.0", servers=[Server(url="/v1")])
 
     @app.exception_handler(ContextOSError)

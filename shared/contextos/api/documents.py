@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from contextos import container
 from contextos.api.auth import current_principal
-from contextos.models import DocumentAccepted, DocumentCreate, DocumentRecord
+from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord
 
 router = Router()
 
@@ -31,3 +31,8 @@ def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
 def get_document(document_id: Annotated[UUID, Path()]) -> DocumentRecord:
     principal = current_principal(router)
     return container.ingestion().get(principal.tenant_id, document_id)
+
+
+@router.get("/documents/<document_id>/memories", summary="Every memory a document taught")
+def get_document_memories(document_id: Annotated[UUID, Path()]) -> DocumentMemories:
+    return container.memories().of_document(current_principal(router).tenant_id, document_id)

@@ -35,7 +35,7 @@ from contextos.models import (
 )
 from contextos.normalization import estimate_tokens, norm_key
 from contextos.observability import logger, metrics
-from contextos.parsing import content_hash, parse_document, safe_filename
+from contextos.parsing import content_hash, pack_sections, parse_document, safe_filename, split_sections
 from contextos.store.repository import MemoryStore
 
 _TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
@@ -74,12 +74,12 @@ class IngestionService:
         if len(data) > self.settings.max_document_bytes:
             raise PayloadTooLarge(f"the document is {len(data)} bytes; the limit is {self.settings.max_document_bytes}")
         digest = content_hash(data)
-        raw_text, raw_key = None, None
-        if len(data) <= self.settings.inline_text_max_bytes and request.text is not None:
-            raw_text = request.text
+        inline_text, source_key = None, None
+        if request.text is not None and len(data) <= self.settings.inline_text_max_bytes:
+            inline_text = request.text
         else:
-            raw_key = f"{self.settings.raw_prefix}{tenant_id}/{digest}"
-            self.blobs.put(self.settings.raw_bucket_name, raw_key, data)
+            source_key = f"{self.settings.raw_prefix}{tenant_id}/{digest}/source"
+            self.blobs.put(self.settings.raw_bucket_name, source_key, data)
         record, created = self.store.create_document(
             tenant_id,
             content_hash=digest,
@@ -87,8 +87,8 @@ class IngestionService:
             content_type=request.content_type,
             provenance=request.provenance.value,
             size_bytes=len(data),
-            raw_text=raw_text,
-            raw_s3_key=raw_key,
+            raw_text=inline_text,
+            source_s3_key=source_key,
             metadata=request.metadata,
         )
         if created or record.status == "queued":
@@ -207,8 +207,8 @@ class IngestionService:
     def _load(self, claimed: dict) -> bytes:
         if claimed["raw_text"] is not None:
             return claimed["raw_text"].encode("utf-8")
-        if claimed["raw_s3_key"]:
-            return self.blobs.get(self.settings.raw_bucket_name, claimed["raw_s3_key"])
+        if claimed["source_s3_key"]:
+            return self.blobs.get(self.settings.raw_bucket_name, claimed["source_s3_key"])
         if claimed["upload_s3_key"]:
             return self.blobs.get(
                 self.settings.upload_bucket, claimed["upload_s3_key"], max_bytes=self.settings.max_document_bytes
@@ -217,15 +217,18 @@ class IngestionService:
 
     def _run(self, tenant_id: str, document_id: UUID, claimed: dict, data: bytes) -> None:
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
-        concepts = self._extract(parsed.text, parsed.domain)
+        extracted, calls = self._extract(parsed.text, parsed.domain)
+        concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
         cfg = self.settings.extraction
         report = validate(
             concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
         )
-        provenance = Provenance(claimed["provenance"])
-        candidates = self._candidates(report.accepted, provenance)
+        candidates = self._candidates(report.accepted, Provenance(claimed["provenance"]))
+        raw_text, raw_key = self._keep_raw_text(tenant_id, document_id, parsed.text)
         counts = {
-            "extracted": len(concepts),
+            "extraction_calls": calls,
+            "extracted": len(extracted),
+            "deduplicated": deduplicated,
             "accepted": len(report.accepted),
             "rejected": report.rejected,
             "rejected_total": report.rejected_total,
@@ -240,19 +243,37 @@ class IngestionService:
             source_type=parsed.source_type,
             domain=parsed.domain,
             counts=counts,
+            raw_text=raw_text,
+            raw_s3_key=raw_key,
         )
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 
-    def _extract(self, text: str, domain: str) -> list[Concept]:
-        """One call when the document fits the window; otherwise section by section, carrying what is known."""
-        window = self.settings.extraction.window_tokens
-        if estimate_tokens(text) <= window:
-            return self.extractor.extract(text, domain=domain, known=[])
+    def _keep_raw_text(self, tenant_id: str, document_id: UUID, text: str) -> tuple[str | None, str | None]:
+        """S4 step 5: the parsed text inline when small, else in the raw bucket under a stable key."""
+        encoded = text.encode("utf-8")
+        if len(encoded) <= self.settings.inline_text_max_bytes:
+            return text, None
+        key = f"{self.settings.raw_prefix}{tenant_id}/{document_id}/text.txt"
+        self.blobs.put(self.settings.raw_bucket_name, key, encoded, content_type="text/plain; charset=utf-8")
+        return None, key
+
+    def _extract(self, text: str, domain: str) -> tuple[list[Concept], int]:
+        """One call when the document fits the window; otherwise section by section, each call
+        given the labels already extracted (S4 step 3). Returns the concepts and the call count."""
+        cfg = self.settings.extraction
+        if estimate_tokens(text) <= cfg.window_tokens:
+            return self.extractor.extract(text, domain=domain, known=[]), 1
+        chunks = pack_sections(split_sections(text, domain), cfg.window_tokens)
+        if len(chunks) > cfg.max_calls_per_document:
+            raise PermanentError(
+                f"the document needs {len(chunks)} extraction calls of {cfg.window_tokens} tokens;"
+                f" the limit is {cfg.max_calls_per_document}"
+            )
         concepts: list[Concept] = []
-        for section in _sections(text, window):
-            concepts.extend(self.extractor.extract(section, domain=domain, known=[c.label for c in concepts]))
-        return concepts
+        for chunk in chunks:
+            concepts.extend(self.extractor.extract(chunk, domain=domain, known=[c.label for c in concepts]))
+        return concepts, len(chunks)
 
     def _candidates(self, concepts: list[Concept], provenance: Provenance) -> list[MemoryCandidate]:
         if not concepts:
@@ -278,18 +299,21 @@ class IngestionService:
         ]
 
 
-def _sections(text: str, window_tokens: int) -> list[str]:
-    """Paragraph-aligned sections that each fit the extraction window."""
-    sections: list[str] = []
-    current: list[str] = []
-    size = 0
-    for paragraph in text.split("\n\n"):
-        tokens = estimate_tokens(paragraph)
-        if current and size + tokens > window_tokens:
-            sections.append("\n\n".join(current))
-            current, size = [], 0
-        current.append(paragraph)
-        size += tokens
-    if current:
-        sections.append("\n\n".join(current))
-    return sections
+def deduplicate(concepts: list[Concept], generic_modifiers: list[str]) -> tuple[list[Concept], int]:
+    """The one deduplication pass after sectioned extraction: one concept per normalized key,
+    keeping the most important (then longest) definition and the union of related labels."""
+    merged: dict[str, Concept] = {}
+    for concept in concepts:
+        key = norm_key(concept.label, generic_modifiers)
+        current = merged.get(key)
+        if current is None:
+            merged[key] = concept
+            continue
+        best, other = (
+            (concept, current)
+            if (concept.importance, len(concept.definition)) > (current.importance, len(current.definition))
+            else (current, concept)
+        )
+        related = list(dict.fromkeys([*best.related, *other.related]))
+        merged[key] = best.model_copy(update={"related": related})
+    return list(merged.values()), len(concepts) - len(merged)

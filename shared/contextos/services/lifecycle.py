@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from contextos.models import LifecycleReport
 from contextos.observability import logger, metrics
@@ -15,6 +15,7 @@ from contextos.store.repository import MemoryStore
 class LifecycleService:
     store: MemoryStore
     batch_size: int = 5000
+    housekeeping: list[Callable[[], int]] = field(default_factory=list)  # e.g. expired idempotency records
 
     def run(self, *, progress: Callable[[str, int], None] | None = None) -> LifecycleReport:
         """Materialize strengths and bands for every tenant. Safe to run twice at once (SKIP LOCKED)."""
@@ -34,6 +35,8 @@ class LifecycleService:
                     progress(tenant_id, report.materialized)
                 if after is None:
                     break
+        for chore in self.housekeeping:
+            report.housekeeping += chore()
         report.elapsed_s = round(time.perf_counter() - started, 3)
         metrics.add_metric(name="MemoriesMaterialized", unit="Count", value=report.materialized)
         logger.info("lifecycle scan finished", extra=report.model_dump())

@@ -39,14 +39,21 @@ DROPS = {
     "truncated_pdf": Upload("cut.pdf", hostile.pdf_with_text("Truncated document")[:150], "failed", r"pdf"),
     "encrypted_pdf": Upload("secret.pdf", hostile.encrypted_pdf(), "failed", r"encrypt"),
     "pdf_without_text": Upload("scan.pdf", hostile.blank_pdf(), "failed", r"text"),
-    "valid_pdf": Upload("ok.pdf", hostile.pdf_with_text("The circuit breaker protects the payment service from "
-                                                       "cascading failures. The circuit breaker opens after five "
-                                                       "failed calls."), "done"),
+    "valid_pdf": Upload(
+        "ok.pdf",
+        hostile.pdf_with_text(
+            "The circuit breaker protects the payment service from "
+            "cascading failures. The circuit breaker opens after five "
+            "failed calls."
+        ),
+        "done",
+    ),
     "docx_zip_bomb": Upload("bomb.docx", hostile.docx_zip_bomb(), "failed", r"zip|compress|uncompressed|large"),
     "zip_named_docx": Upload("fake.docx", hostile.zip_without_document(), "failed", r"docx|word|zip|unsupported"),
     "zero_byte_upload": Upload("empty.txt", b"", "failed", r"empty"),
-    "binary_junk_named_txt": Upload("notes.txt", hostile.random_bytes(5000), "failed",
-                                    r"binary|unsupported|utf-8|text"),
+    "binary_junk_named_txt": Upload(
+        "notes.txt", hostile.random_bytes(5000), "failed", r"binary|unsupported|utf-8|text"
+    ),
     "elf_named_markdown": Upload("readme.md", hostile.ELF, "failed", r"binary|unsupported|elf|executable"),
     "png_named_txt": Upload("photo.txt", hostile.PNG, "failed", r"binary|unsupported|png|image"),
     "invalid_utf8": Upload("latin1.txt", "café crème brûlée au menu".encode("latin-1"), "failed", r"utf-8"),
@@ -73,8 +80,9 @@ def documents(tenant: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("case", list(DROPS), ids=list(DROPS))
-def test_a_hostile_file_dropped_in_the_bucket_ends_clearly(case, configured, tenant, s3, sqs, local_aws,
-                                                           drain_ingest_queue):
+def test_a_hostile_file_dropped_in_the_bucket_ends_clearly(
+    case, configured, tenant, s3, sqs, local_aws, drain_ingest_queue
+):
     upload = DROPS[case]
     s3.put_object(Bucket=local_aws.upload_bucket, Key=f"uploads/{tenant}/{upload.name}", Body=upload.data)
     started = time.monotonic()
@@ -92,8 +100,9 @@ def test_a_hostile_file_dropped_in_the_bucket_ends_clearly(case, configured, ten
 
 
 def test_a_script_in_html_never_reaches_memory(configured, tenant, s3, sqs, local_aws, drain_ingest_queue):
-    s3.put_object(Bucket=local_aws.upload_bucket, Key=f"uploads/{tenant}/status.html",
-                  Body=hostile.HTML_WITH_SCRIPT.encode())
+    s3.put_object(
+        Bucket=local_aws.upload_bucket, Key=f"uploads/{tenant}/status.html", Body=hostile.HTML_WITH_SCRIPT.encode()
+    )
     run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn)
     with container.database().tenant_tx(tenant) as conn:
         text = conn.execute("SELECT raw_text FROM documents").fetchone()["raw_text"]
@@ -124,8 +133,14 @@ def test_instructions_inside_a_document_are_treated_as_data(configured, tenant, 
         ({"text": "x", "provenance": "system"}, 422, "validation_error"),
         (["not", "an", "object"], 422, "validation_error"),
     ],
-    ids=["empty_text", "zero_byte_base64", "invalid_base64", "whitespace_only", "unknown_provenance",
-         "json_array_body"],
+    ids=[
+        "empty_text",
+        "zero_byte_base64",
+        "invalid_base64",
+        "whitespace_only",
+        "unknown_provenance",
+        "json_array_body",
+    ],
 )
 def test_hostile_api_requests_get_a_clear_4xx(configured, tenant, body, status, code):
     got, error = call_api("POST", "/v1/documents", tenant, body)
@@ -138,8 +153,9 @@ def test_an_oversized_upload_is_refused_through_the_api_and_fails_from_the_bucke
 ):
     monkeypatch.setenv("CONTEXTOS_MAX_DOCUMENT_BYTES", "10000")
     container.reset()
-    status, error = call_api("POST", "/v1/documents", tenant,
-                             {"content_base64": base64.b64encode(b"x" * 10_001).decode()})
+    status, error = call_api(
+        "POST", "/v1/documents", tenant, {"content_base64": base64.b64encode(b"x" * 10_001).decode()}
+    )
     assert status == 413 and error["error"]["code"] == "payload_too_large"
     s3.put_object(Bucket=local_aws.upload_bucket, Key=f"uploads/{tenant}/big.txt", Body=b"y" * 10_001)
     run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn)
@@ -147,8 +163,9 @@ def test_an_oversized_upload_is_refused_through_the_api_and_fails_from_the_bucke
     assert doc["status"] == "failed" and "limit" in doc["error"]
 
 
-def test_path_traversal_filenames_keep_only_their_last_component(configured, tenant, sqs, local_aws,
-                                                                 drain_ingest_queue):
+def test_path_traversal_filenames_keep_only_their_last_component(
+    configured, tenant, sqs, local_aws, drain_ingest_queue
+):
     _, accepted = call_api("POST", "/v1/documents", tenant, {"text": RUNBOOK_TEXT, "filename": "../../etc/passwd"})
     _, doc = call_api("GET", f"/v1/documents/{accepted['id']}", tenant)
     assert doc["filename"] == "passwd"
@@ -166,8 +183,10 @@ def test_path_traversal_filenames_keep_only_their_last_component(configured, ten
 )
 def test_s3_keys_outside_a_tenant_prefix_are_ignored_without_failing_the_batch(configured, key):
     before = container.memory_store().tenant_ids()
-    record = {"eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": "contextos-uploads"},
-                                                        "object": {"key": key, "size": 10}}}
+    record = {
+        "eventName": "ObjectCreated:Put",
+        "s3": {"bucket": {"name": "contextos-uploads"}, "object": {"key": key, "size": 10}},
+    }
     message = {"MessageId": "m", "ReceiptHandle": "r", "Body": json.dumps({"Records": [record]})}
     result = invoke("ingest", sqs_event([message], "arn:aws:sqs:us-east-1:000000000000:q"))
     assert result == {"batchItemFailures": []}
@@ -177,10 +196,13 @@ def test_s3_keys_outside_a_tenant_prefix_are_ignored_without_failing_the_batch(c
 def test_the_same_object_notified_twice_becomes_one_document(configured, tenant, s3, local_aws, drain_ingest_queue):
     key = f"uploads/{tenant}/twice.md"
     s3.put_object(Bucket=local_aws.upload_bucket, Key=key, Body=RUNBOOK_TEXT.encode())
-    record = {"eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": local_aws.upload_bucket},
-                                                        "object": {"key": key.replace(" ", "+")}}}
-    messages = [{"MessageId": f"m{i}", "ReceiptHandle": f"r{i}", "Body": json.dumps({"Records": [record]})}
-                for i in range(2)]
+    record = {
+        "eventName": "ObjectCreated:Put",
+        "s3": {"bucket": {"name": local_aws.upload_bucket}, "object": {"key": key.replace(" ", "+")}},
+    }
+    messages = [
+        {"MessageId": f"m{i}", "ReceiptHandle": f"r{i}", "Body": json.dumps({"Records": [record]})} for i in range(2)
+    ]
     result = invoke("ingest", sqs_event(messages, "arn:aws:sqs:us-east-1:000000000000:q"))
     assert result == {"batchItemFailures": []}
     assert len(documents(tenant)) == 1
@@ -193,13 +215,17 @@ def test_a_poison_message_does_not_block_the_rest_of_a_hostile_batch(configured,
     s3.put_object(Bucket=local_aws.upload_bucket, Key=bad_key, Body=hostile.docx_zip_bomb(50))
 
     def s3_message(i: int, key: str) -> dict:
-        record = {"eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": local_aws.upload_bucket},
-                                                            "object": {"key": key}}}
+        record = {
+            "eventName": "ObjectCreated:Put",
+            "s3": {"bucket": {"name": local_aws.upload_bucket}, "object": {"key": key}},
+        }
         return {"MessageId": f"s{i}", "ReceiptHandle": f"r{i}", "Body": json.dumps({"Records": [record]})}
 
     poison = {"MessageId": "poison", "ReceiptHandle": "rp", "Body": "\x00\xff not json"}
-    result = invoke("ingest", sqs_event([s3_message(1, bad_key), poison, s3_message(2, good_key)],
-                                        "arn:aws:sqs:us-east-1:000000000000:q"))
+    result = invoke(
+        "ingest",
+        sqs_event([s3_message(1, bad_key), poison, s3_message(2, good_key)], "arn:aws:sqs:us-east-1:000000000000:q"),
+    )
     assert result == {"batchItemFailures": [{"itemIdentifier": "poison"}]}
     statuses = {d["filename"]: d["status"] for d in documents(tenant)}
     assert statuses == {"good.md": "done", "bomb.docx": "failed"}

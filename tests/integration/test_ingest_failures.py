@@ -46,8 +46,10 @@ def test_small_text_is_kept_inline_and_large_text_in_the_raw_bucket(
     _, large_doc = call_api("POST", "/v1/documents", tenant, {"text": RUNBOOK})
     run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn)
     with container.database().tenant_tx(tenant) as conn:
-        rows = {str(r["id"]): r for r in conn.execute("SELECT id, raw_text, raw_s3_key, source_s3_key, status "
-                                                        "FROM documents")}
+        rows = {
+            str(r["id"]): r
+            for r in conn.execute("SELECT id, raw_text, raw_s3_key, source_s3_key, status FROM documents")
+        }
     assert rows[small_doc["id"]]["raw_text"].startswith("Canary release")
     assert rows[small_doc["id"]]["raw_s3_key"] is None
     large = rows[large_doc["id"]]

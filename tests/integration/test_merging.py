@@ -58,20 +58,33 @@ def active_memories(tenant: str) -> list[dict]:
 
 def items_of(tenant: str, memory_id) -> int:
     with container.database().tenant_tx(tenant) as conn:
-        return conn.execute(
-            "SELECT count(*) AS n FROM memory_items WHERE memory_id = %s", [memory_id]
-        ).fetchone()["n"]
+        return conn.execute("SELECT count(*) AS n FROM memory_items WHERE memory_id = %s", [memory_id]).fetchone()["n"]
 
 
-GRPO = ("Group Relative Policy Optimization", "A reinforcement learning algorithm that compares groups of sampled "
-        "answers to estimate advantages without a critic.", "fact")
+GRPO = (
+    "Group Relative Policy Optimization",
+    "A reinforcement learning algorithm that compares groups of sampled "
+    "answers to estimate advantages without a critic.",
+    "fact",
+)
 
 
 def test_an_acronym_joins_the_memory_of_its_long_form(store, tenant, local_embedder):
     store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
-    result = store_concepts(store, tenant, candidates(local_embedder, [
-        ("GRPO training method", "Training with GRPO needs several completions per prompt to form a group.", "fact"),
-    ]))
+    result = store_concepts(
+        store,
+        tenant,
+        candidates(
+            local_embedder,
+            [
+                (
+                    "GRPO training method",
+                    "Training with GRPO needs several completions per prompt to form a group.",
+                    "fact",
+                ),
+            ],
+        ),
+    )
     assert (result.created, result.merged) == (0, 1)
     [memory] = active_memories(tenant)
     assert memory["label"] == "Group Relative Policy Optimization"
@@ -80,17 +93,37 @@ def test_an_acronym_joins_the_memory_of_its_long_form(store, tenant, local_embed
 
 
 def test_a_long_form_joins_the_memory_of_its_acronym(store, tenant, local_embedder):
-    store_concepts(store, tenant, candidates(local_embedder, [
-        ("RAG", "Retrieval before generation grounds a model's answer in documents it is given.", "fact")]))
-    result = store_concepts(store, tenant, candidates(local_embedder, [
-        ("Retrieval Augmented Generation", "Answers are generated from retrieved passages, which reduces "
-         "hallucination.", "fact")]))
+    store_concepts(
+        store,
+        tenant,
+        candidates(
+            local_embedder,
+            [("RAG", "Retrieval before generation grounds a model's answer in documents it is given.", "fact")],
+        ),
+    )
+    result = store_concepts(
+        store,
+        tenant,
+        candidates(
+            local_embedder,
+            [
+                (
+                    "Retrieval Augmented Generation",
+                    "Answers are generated from retrieved passages, which reduces hallucination.",
+                    "fact",
+                )
+            ],
+        ),
+    )
     assert result.merged == 1 and len(active_memories(tenant)) == 1
 
 
 def test_a_near_duplicate_of_the_same_type_merges_and_one_of_another_type_does_not(store, tenant, local_embedder):
-    base = ("Blue-green deployment", "Blue-green deployment keeps two identical production environments and "
-            "switches traffic between them.", "decision")
+    base = (
+        "Blue-green deployment",
+        "Blue-green deployment keeps two identical production environments and switches traffic between them.",
+        "decision",
+    )
     store_concepts(store, tenant, candidates(local_embedder, [base]))
     same_type = ("Blue green deployments strategy", base[1], "decision")
     other_type = ("Blue green deploy", base[1], "problem")
@@ -102,8 +135,14 @@ def test_a_near_duplicate_of_the_same_type_merges_and_one_of_another_type_does_n
 
 def test_unrelated_concepts_do_not_merge(store, tenant, local_embedder):
     store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
-    result = store_concepts(store, tenant, candidates(local_embedder, [
-        ("Sourdough starter", "A culture of wild yeast and bacteria that leavens bread dough.", "fact")]))
+    result = store_concepts(
+        store,
+        tenant,
+        candidates(
+            local_embedder,
+            [("Sourdough starter", "A culture of wild yeast and bacteria that leavens bread dough.", "fact")],
+        ),
+    )
     assert result.created == 1 and len(active_memories(tenant)) == 2
 
 
@@ -115,8 +154,11 @@ def test_two_candidates_that_land_on_one_memory_keep_both_occurrences_and_relate
         local_embedder,
         [
             ("GRPO", "GRPO normalizes rewards within a group of samples for the same prompt.", "fact"),
-            ("Group relative policy optimizations", "The group-relative baseline replaces a learned value "
-             "function.", "fact"),
+            (
+                "Group relative policy optimizations",
+                "The group-relative baseline replaces a learned value function.",
+                "fact",
+            ),
             ("Reward model", "A reward model scores sampled answers so GRPO can rank them.", "fact"),
         ],
         related={"Reward model": ["GRPO"]},
@@ -134,14 +176,19 @@ def test_two_candidates_that_land_on_one_memory_keep_both_occurrences_and_relate
 def test_two_concurrent_ingests_of_overlapping_documents_lose_nothing_and_duplicate_nothing(
     store, tenant, local_embedder
 ):
-    shared = [("Circuit breaker", "Stops calling a failing dependency so failures do not cascade.", "fact"),
-              ("Exponential backoff", "Waits twice as long after each failed retry to let a service recover.",
-               "fact"),
-              ("Idempotency key", "Lets a client retry a request without applying it twice.", "fact")]
-    doc_a = candidates(local_embedder, [*shared, ("Bulkhead", "Isolates resources per caller so one slow caller "
-                                                  "cannot starve the rest.", "fact")])
-    doc_b = candidates(local_embedder, [*shared, ("Rate limiter", "Caps requests per client per second to protect "
-                                                  "a shared service.", "fact")])
+    shared = [
+        ("Circuit breaker", "Stops calling a failing dependency so failures do not cascade.", "fact"),
+        ("Exponential backoff", "Waits twice as long after each failed retry to let a service recover.", "fact"),
+        ("Idempotency key", "Lets a client retry a request without applying it twice.", "fact"),
+    ]
+    doc_a = candidates(
+        local_embedder,
+        [*shared, ("Bulkhead", "Isolates resources per caller so one slow caller cannot starve the rest.", "fact")],
+    )
+    doc_b = candidates(
+        local_embedder,
+        [*shared, ("Rate limiter", "Caps requests per client per second to protect a shared service.", "fact")],
+    )
     errors: list[BaseException] = []
     rounds = 8
     barrier = threading.Barrier(2)

@@ -27,6 +27,7 @@ from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.extraction.local import LocalConceptExtractor
 from contextos.extraction.validation import validate
+from contextos.lsh import band_keys
 from contextos.models import BASE_TRUST, Concept, DocumentJob, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.store.db import Database
@@ -146,6 +147,7 @@ def preload(url: str, tenant: str, n: int) -> float:
         conn.execute("DROP INDEX IF EXISTS memory_vectors_hnsw")
         conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant])
         ids = [uuid.uuid4() for _ in range(n)]
+        band_rows: list[tuple] = []
         with conn.cursor().copy(
             "COPY memories (tenant_id, id, norm_key, label, definition, type, importance, decay_rate, provenance,"
             " base_trust) FROM STDIN WITH (FORMAT BINARY)"
@@ -168,21 +170,31 @@ def preload(url: str, tenant: str, n: int) -> float:
                     ]
                 )
         with conn.cursor().copy(
-            "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id) FROM STDIN WITH (FORMAT BINARY)"
+            "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed)"
+            " FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "uuid", "text", "vector", "text"])
+            copy.set_types(["text", "uuid", "text", "vector", "text", "bool"])
             for start in range(0, n, 10_000):
                 vectors = unit_vectors(min(10_000, n - start), rng)
-                for memory_id, vector in zip(ids[start : start + len(vectors)], vectors, strict=True):
-                    copy.write_row([tenant, memory_id, "fact", vector, "bench"])
+                keys = band_keys(vectors)
+                for memory_id, vector, bands in zip(ids[start : start + len(vectors)], vectors, keys, strict=True):
+                    copy.write_row([tenant, memory_id, "fact", vector, "bench", True])
+                    band_rows.extend((tenant, key, memory_id) for key in bands)
+        with conn.cursor().copy(
+            "COPY memory_vector_bands (tenant_id, band_key, memory_id) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "int4", "uuid"])
+            for row in band_rows:
+                copy.write_row(row)
         conn.execute("UPDATE tenants SET hot_memories = %s WHERE tenant_id = %s", [n, tenant])
         conn.execute("SET maintenance_work_mem = '1GB'")
         conn.execute(
             "CREATE INDEX memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
-            " WITH (m = 16, ef_construction = 64) WHERE searchable"
+            " WITH (m = 16, ef_construction = 64) WHERE searchable AND indexed"
         )
         conn.execute("ANALYZE memories")
         conn.execute("ANALYZE memory_vectors")
+        conn.execute("ANALYZE memory_vector_bands")
     return time.perf_counter() - started
 
 

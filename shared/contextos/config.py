@@ -83,8 +83,7 @@ class MergeSettings(BaseModel):
     """S4 step 7: when a new concept joins an existing memory instead of creating one."""
 
     near_duplicate_cosine: float = 0.93  # nearest memory of the same type at or above this merges
-    exact_probe_max_rows: int = 2_000  # tenants up to this many hot memories are probed exactly
-    probe_ef_search: int = 16
+    settle_batch: int = 200  # fresh vectors moved into the ANN index after each document
     related_edge_weight: float = 0.5
     related_edge_step: float = 0.25
 

@@ -182,6 +182,7 @@ class LifecycleReport(BaseModel):
     tenants: int = 0
     materialized: int = 0
     bands: dict[str, int] = Field(default_factory=dict)
+    vectors_indexed: int = 0  # fresh vectors moved into the ANN index
     housekeeping: int = 0  # rows removed by housekeeping chores
     elapsed_s: float = 0.0
 

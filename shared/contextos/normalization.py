@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 _PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
 _SPACES = re.compile(r"\s+")
@@ -36,9 +37,14 @@ def norm_key(label: str, generic_modifiers: Iterable[str] = ()) -> str:
     "Feature Flags". A label made only of modifiers keeps them, so it never collapses to nothing.
     """
     words = [singular(w) for w in _PUNCT.sub(" ", label.lower()).split()]
-    modifiers = {singular(m.lower()) for m in generic_modifiers}
+    modifiers = _modifier_set(tuple(generic_modifiers))
     kept = [w for w in words if w not in modifiers] or words
     return " ".join(sorted(kept))
+
+
+@lru_cache(maxsize=64)
+def _modifier_set(generic_modifiers: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(singular(m.lower()) for m in generic_modifiers)
 
 
 def singular(word: str) -> str:

@@ -7,6 +7,7 @@ import pytest
 from contextos import container
 from contextos.config import get_settings
 from contextos.decay import decay_rate
+from contextos.lsh import BANDS
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 
@@ -218,3 +219,25 @@ def test_two_concurrent_ingests_of_overlapping_documents_lose_nothing_and_duplic
     assert hot["hot_memories"] == 5
     by_label = {m["label"]: m for m in memories}
     assert by_label["Circuit breaker"]["access_count"] == 2 * rounds - 1
+
+
+def test_a_new_memory_is_searchable_before_and_after_its_vector_joins_the_ann_index(store, tenant, local_embedder):
+    store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
+    query = local_embedder.embed(["group relative policy optimization"])[0]
+    with container.database().tenant_tx(tenant) as conn:
+        assert conn.execute("SELECT bool_or(indexed) AS any FROM memory_vectors").fetchone()["any"] is False
+        assert conn.execute("SELECT count(*) AS n FROM memory_vector_bands").fetchone()["n"] == BANDS
+    fresh = store.vector_search(tenant, query, k=5, ef_search=40)
+    assert store.settle_vectors(tenant, limit=10) == 1
+    settled = store.vector_search(tenant, query, k=5, ef_search=40)
+    assert [r["label"] for r in fresh] == [r["label"] for r in settled] == ["Group Relative Policy Optimization"]
+    assert fresh[0]["vector_sim"] == pytest.approx(settled[0]["vector_sim"], abs=1e-6)
+    assert store.settle_vectors(tenant, limit=10) == 0
+
+
+def test_the_lifecycle_scan_settles_fresh_vectors(store, tenant, local_embedder):
+    store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
+    report = container.lifecycle().run()
+    assert report.vectors_indexed >= 1
+    with container.database().tenant_tx(tenant) as conn:
+        assert conn.execute("SELECT bool_and(indexed) AS all FROM memory_vectors").fetchone()["all"] is True

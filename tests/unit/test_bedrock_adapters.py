@@ -7,6 +7,7 @@ import boto3
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
+from contextos.bedrock_calls import Backoff
 from contextos.embedding.bedrock import BedrockTitanEmbedder
 from contextos.errors import PermanentError, TransientError
 from contextos.extraction.bedrock import BedrockConceptExtractor
@@ -58,15 +59,39 @@ def test_titan_embedder_sends_the_v2_body_and_reads_the_vector(bedrock):
     assert embedder.embed(["hello world"]) == [[0.5] * 4]
 
 
-def test_titan_throttling_is_transient_and_validation_errors_are_permanent(bedrock):
+def no_sleep_backoff(attempts: int = 5) -> Backoff:
+    return Backoff(attempts=attempts, sleep=lambda _: None)
+
+
+def test_titan_retries_throttling_then_succeeds(bedrock):
     client, stubber = bedrock
-    stubber.add_client_error("invoke_model", service_error_code="ThrottlingException", http_status_code=429)
+    for _ in range(2):
+        stubber.add_client_error("invoke_model", service_error_code="ThrottlingException", http_status_code=429)
+    stubber.add_response("invoke_model", {"body": body({"embedding": [0.1] * 4}), "contentType": "application/json"})
+    embedder = BedrockTitanEmbedder(client, model_id="m", dimensions=4, backoff=no_sleep_backoff())
+    assert embedder.embed(["x"]) == [[0.1] * 4]
+
+
+def test_titan_gives_up_after_bounded_throttling_and_refuses_bad_input_at_once(bedrock):
+    client, stubber = bedrock
+    for _ in range(3):
+        stubber.add_client_error("invoke_model", service_error_code="ThrottlingException", http_status_code=429)
     stubber.add_client_error("invoke_model", service_error_code="ValidationException", http_status_code=400)
-    embedder = BedrockTitanEmbedder(client, model_id="amazon.titan-embed-text-v2:0", dimensions=4)
-    with pytest.raises(TransientError):
+    embedder = BedrockTitanEmbedder(client, model_id="m", dimensions=4, backoff=no_sleep_backoff(attempts=3))
+    with pytest.raises(TransientError, match="ThrottlingException"):
         embedder.embed(["a"])
-    with pytest.raises(PermanentError):
+    with pytest.raises(PermanentError, match="ValidationException"):
         embedder.embed(["b"])
+
+
+def test_titan_fans_a_batch_out_over_a_bounded_pool_and_keeps_the_order(bedrock):
+    client, stubber = bedrock
+    for _ in range(6):
+        stubber.add_response(
+            "invoke_model", {"body": body({"embedding": [0.2] * 4}), "contentType": "application/json"}
+        )
+    embedder = BedrockTitanEmbedder(client, model_id="m", dimensions=4, concurrency=3)
+    assert embedder.embed([f"t{i}" for i in range(6)]) == [[0.2] * 4] * 6
 
 
 def test_titan_wrong_dimension_is_refused(bedrock):

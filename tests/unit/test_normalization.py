@@ -41,3 +41,22 @@ def test_initials_and_acronyms_pair_a_long_name_with_its_short_form():
     assert initials("Kubernetes") is None
     assert acronyms("GRPO training method") == ["grpo"]
     assert acronyms("Graph expansion") == []
+
+
+def test_lsh_bands_are_deterministic_and_separate_near_from_far_vectors():
+    import numpy as np
+    from contextos.lsh import BANDS, band_keys
+
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(384)
+    base /= np.linalg.norm(base)
+    noise = rng.standard_normal(384)
+    noise -= (noise @ base) * base
+    noise /= np.linalg.norm(noise)
+    near = 0.97 * base + np.sqrt(1 - 0.97**2) * noise  # cosine 0.97
+    far = rng.standard_normal(384)
+    keys = band_keys([base.tolist(), near.tolist(), far.tolist()])
+    assert keys == band_keys([base.tolist(), near.tolist(), far.tolist()])
+    assert all(len(k) == BANDS for k in keys)
+    assert set(keys[0]) & set(keys[1])
+    assert not set(keys[0]) & set(keys[2])

@@ -1,7 +1,7 @@
 """Amazon Titan Text Embeddings v2 through bedrock-runtime ``InvokeModel`` (1024-d, normalized).
 
-Titan embeds one text per call, so a batch fans out over a bounded thread pool; botocore's
-adaptive retry mode slows down on throttling instead of failing.
+Titan embeds one text per call, so a batch fans out over a bounded thread pool; throttling backs
+off (shared across the pool's threads) and retries instead of failing.
 """
 
 from __future__ import annotations
@@ -10,25 +10,25 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from contextos.errors import PermanentError, TransientError
-
-_TRANSIENT_CODES = {
-    "ThrottlingException",
-    "ServiceUnavailableException",
-    "ModelNotReadyException",
-    "InternalServerException",
-    "ModelTimeoutException",
-}
+from contextos.bedrock_calls import Backoff, call
+from contextos.errors import PermanentError
 
 
 class BedrockTitanEmbedder:
-    def __init__(self, client: Any, *, model_id: str, dimensions: int = 1024, concurrency: int = 8) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model_id: str,
+        dimensions: int = 1024,
+        concurrency: int = 8,
+        backoff: Backoff | None = None,
+    ) -> None:
         self._client = client
         self.model_id = model_id
         self.dimensions = dimensions
         self._concurrency = concurrency
+        self._backoff = backoff or Backoff()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if len(texts) <= 1:
@@ -38,18 +38,15 @@ class BedrockTitanEmbedder:
 
     def _embed_one(self, text: str) -> list[float]:
         body = {"inputText": text, "dimensions": self.dimensions, "normalize": True}
-        try:
-            response = self._client.invoke_model(
-                modelId=self.model_id,
-                body=json.dumps(body),
-                contentType="application/json",
-                accept="application/json",
-            )
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in _TRANSIENT_CODES:
-                raise TransientError(f"Bedrock embedding failed transiently: {code}") from exc
-            raise PermanentError(f"Bedrock embedding refused the input: {code}") from exc
+        response = call(
+            self._client.invoke_model,
+            self._backoff,
+            "Bedrock embedding",
+            modelId=self.model_id,
+            body=json.dumps(body),
+            contentType="application/json",
+            accept="application/json",
+        )
         payload = json.loads(response["body"].read())
         vector = payload["embedding"]
         if len(vector) != self.dimensions:

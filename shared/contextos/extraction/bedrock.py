@@ -5,31 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from contextos.errors import PermanentError, TransientError
+from contextos.bedrock_calls import Backoff, call
+from contextos.errors import PermanentError
 from contextos.extraction.prompts import concepts_v1 as prompt
 from contextos.models import Concept
 
-_TRANSIENT_CODES = {
-    "ThrottlingException",
-    "ServiceUnavailableException",
-    "ModelNotReadyException",
-    "InternalServerException",
-    "ModelTimeoutException",
-}
 
-
-def converse(client: Any, request: dict) -> dict:
-    """Call Converse, sorting failures into transient (retry) and permanent (fail the input)."""
-    try:
-        return client.converse(**request)
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in _TRANSIENT_CODES:
-            raise TransientError(f"Bedrock Converse failed transiently: {code}") from exc
-        raise PermanentError(f"Bedrock Converse refused the request: {code}") from exc
+def converse(client: Any, request: dict, backoff: Backoff | None = None) -> dict:
+    """Call Converse with retries on throttling; transient and permanent failures sorted."""
+    return call(client.converse, backoff or Backoff(), "Bedrock Converse", **request)
 
 
 def tool_input(response: dict, tool_name: str) -> dict:

@@ -246,6 +246,8 @@ class IngestionService:
             raw_text=raw_text,
             raw_s3_key=raw_key,
         )
+        # Off the document's transaction: move fresh vectors into the ANN index.
+        self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 

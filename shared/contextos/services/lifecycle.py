@@ -35,6 +35,8 @@ class LifecycleService:
                     progress(tenant_id, report.materialized)
                 if after is None:
                     break
+            while settled := self.store.settle_vectors(tenant_id, limit=self.batch_size):
+                report.vectors_indexed += settled
         for chore in self.housekeeping:
             report.housekeeping += chore()
         report.elapsed_s = round(time.perf_counter() - started, 3)

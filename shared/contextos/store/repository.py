@@ -12,6 +12,7 @@ from uuid import UUID
 
 from contextos.config import DecaySettings, MergeSettings
 from contextos.errors import NotFound
+from contextos.lsh import band_keys
 from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.store.db import Database
@@ -155,13 +156,11 @@ class MemoryStore:
         """
         with self.db.tenant_tx(tenant_id) as conn:
             hot = self._lock_tenant(conn, tenant_id)
-            merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates, hot) if hot else ({}, {})
+            merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates) if hot else ({}, {})
             final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
             memories = _one_per_key(candidates, final_keys)
             rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
             ids = {r["norm_key"]: r["id"] for r in rows}
-            self._write_vectors(conn, tenant_id, memories, rows, embedder_id)
-            items = self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
             remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
             pairs = sorted(
                 {
@@ -171,56 +170,56 @@ class MemoryStore:
                     if remap.get(r, r) in ids and remap.get(r, r) != key
                 }
             )
-            edges = self._upsert_related_edges(conn, tenant_id, pairs)
             created = sum(1 for r in rows if r["inserted"])
-            if created:
-                conn.execute(
-                    "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [created, tenant_id]
-                )
             result = StoreResult(
                 created=created,
                 merged=len(candidates) - created,
-                items=items,
-                edges=edges,
+                items=len(candidates),
+                edges=len(pairs),
                 memory_ids=[r["id"] for r in rows],
             )
             merge_counts = {
                 reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())
             }
-            conn.execute(
-                """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
-                          raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
-                   WHERE tenant_id = %s AND id = %s""",
-                [
-                    source_type,
-                    domain,
-                    raw_text,
-                    raw_s3_key,
-                    Jsonb(
-                        counts
-                        | {
-                            "memories_created": result.created,
-                            "memories_merged": result.merged,
-                            "merged_by": merge_counts,
-                            "items": result.items,
-                            "edges": result.edges,
-                        }
-                    ),
-                    tenant_id,
-                    document_id,
-                ],
-            )
+            document_counts = counts | {
+                "memories_created": result.created,
+                "memories_merged": result.merged,
+                "merged_by": merge_counts,
+                "items": result.items,
+                "edges": result.edges,
+            }
+            # Nothing below reads a result: one pipelined round trip instead of one per statement.
+            with conn.pipeline():
+                self._write_vectors(conn, tenant_id, memories, rows, embedder_id)
+                self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
+                self._upsert_related_edges(conn, tenant_id, pairs)
+                if created:
+                    conn.execute(
+                        "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
+                        [created, tenant_id],
+                    )
+                conn.execute(
+                    """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
+                              raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
+                       WHERE tenant_id = %s AND id = %s""",
+                    [source_type, domain, raw_text, raw_s3_key, Jsonb(document_counts), tenant_id, document_id],
+                )
         return result
 
     @staticmethod
     def _lock_tenant(conn: Any, tenant_id: str) -> int:
-        """Serialize step 7 per tenant (a row lock works in both dialects); return its hot count."""
-        conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
-        row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s FOR UPDATE", [tenant_id]).fetchone()
+        """Serialize step 7 per tenant (a row lock works in both dialects); return its hot count
+        (zero means there is nothing to merge with, so the lookups are skipped)."""
+        row = conn.execute(
+            """INSERT INTO tenants (tenant_id) VALUES (%s)
+               ON CONFLICT (tenant_id) DO UPDATE SET hot_memories = tenants.hot_memories
+               RETURNING hot_memories""",
+            [tenant_id],
+        ).fetchone()
         return int(row["hot_memories"])
 
     def _merge_targets(
-        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], hot: int
+        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate]
     ) -> tuple[dict[int, str], dict[int, str]]:
         """For each candidate without an exact key match: the existing memory it should join.
 
@@ -230,73 +229,86 @@ class MemoryStore:
         what is still unmatched.
         """
         keys = [c.norm_key for c in candidates]
-        existing = {
-            r["norm_key"]
-            for r in conn.execute(
-                "SELECT norm_key FROM memories WHERE tenant_id = %s AND state = 'active' AND norm_key = ANY(%s)",
-                [tenant_id, keys],
-            )
-        }
+        cand_initials = {i: initials(c.label) for i, c in enumerate(candidates)}
+        cand_acronyms = {i: acronyms(c.label) for i, c in enumerate(candidates)}
+        rows = conn.execute(
+            """SELECT true AS exact, norm_key, NULL::text AS initials, NULL::text[] AS acronyms, 0 AS importance,
+                      NULL::timestamptz AS created_at
+               FROM memories WHERE tenant_id = %(tenant)s AND state = 'active' AND norm_key = ANY(%(keys)b::text[])
+               UNION ALL
+               SELECT false, norm_key, initials, acronyms, importance, created_at FROM memories
+               WHERE tenant_id = %(tenant)s AND state = 'active' AND initials = ANY(%(acronyms)b::text[])
+               UNION ALL
+               SELECT false, norm_key, initials, acronyms, importance, created_at FROM memories
+               WHERE tenant_id = %(tenant)s AND state = 'active' AND cardinality(acronyms) > 0
+                 AND acronyms[1] = ANY(%(initials)b::text[])
+               ORDER BY importance DESC, created_at""",
+            {
+                "tenant": tenant_id,
+                "keys": keys,
+                "initials": sorted({v for v in cand_initials.values() if v}),
+                "acronyms": sorted({a for v in cand_acronyms.values() for a in v}),
+            },
+        ).fetchall()
+        existing = {r["norm_key"] for r in rows if r["exact"]}
+        pairs = [r for r in rows if not r["exact"]]
         targets: dict[int, str] = {}
         reasons: dict[int, str] = {}
         open_idx = [i for i, c in enumerate(candidates) if c.norm_key not in existing]
-        cand_initials = {i: initials(candidates[i].label) for i in open_idx}
-        cand_acronyms = {i: acronyms(candidates[i].label) for i in open_idx}
-        wanted_initials = sorted({v for v in cand_initials.values() if v})
-        wanted_acronyms = sorted({a for v in cand_acronyms.values() for a in v})
-        if wanted_initials or wanted_acronyms:
-            pairs = conn.execute(
-                """SELECT norm_key, initials, acronyms FROM memories
-                   WHERE tenant_id = %s AND state = 'active'
-                     AND (acronyms && %s::text[] OR initials = ANY(%s::text[]))
-                   ORDER BY importance DESC, created_at""",
-                [tenant_id, wanted_initials, wanted_acronyms],
-            ).fetchall()
-            for i in open_idx:
-                for row in pairs:
-                    if row["norm_key"] != candidates[i].norm_key and (
-                        (cand_initials[i] and cand_initials[i] in row["acronyms"])
-                        or (row["initials"] and row["initials"] in cand_acronyms[i])
-                    ):
-                        targets[i], reasons[i] = row["norm_key"], "acronym"
-                        break
+        for i in open_idx:
+            for row in pairs:
+                if row["norm_key"] != candidates[i].norm_key and (
+                    (cand_initials[i] and cand_initials[i] in row["acronyms"])
+                    or (row["initials"] and row["initials"] in cand_acronyms[i])
+                ):
+                    targets[i], reasons[i] = row["norm_key"], "acronym"
+                    break
         probe = [i for i in open_idx if i not in targets]
         if probe:
-            for i, key in self._near_duplicates(conn, tenant_id, [candidates[i] for i in probe], probe, hot):
+            for i, key in self._near_duplicates(conn, tenant_id, [candidates[i] for i in probe], probe):
                 targets[i], reasons[i] = key, "near_duplicate"
         return targets, reasons
 
     def _near_duplicates(
-        self, conn: Any, tenant_id: str, candidates: list[MemoryCandidate], idx: list[int], hot: int
+        self, conn: Any, tenant_id: str, candidates: list[MemoryCandidate], idx: list[int]
     ) -> list[tuple[int, str]]:
         """(candidate index, key) for candidates whose nearest memory of the same type is close enough.
 
-        Small tenants are probed exactly (pgvector 0.6 filters ANN results after the scan); large
-        ones through HNSW with a small search breadth — a near duplicate is, by definition, very
-        close, and the nearest few are enough to find it.
+        Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh);
+        each is then checked with the exact cosine. No ANN probe, so the cost does not grow with
+        the index, and small tenants beside large ones lose nothing.
         """
-        cfg = self.merge
-        exact = hot <= cfg.exact_probe_max_rows and self.db.dialect.exact_scan_sql()
-        conn.execute(exact or self.db.dialect.search_breadth_sql(cfg.probe_ef_search))
+        bands = band_keys([c.embedding for c in candidates])
         rows = conn.execute(
-            """SELECT c.idx, c.type AS wanted_type, m.norm_key, near.type, near.similarity
-               FROM unnest(%s::int[], %s::text[], %s::vector[]) AS c(idx, type, embedding)
-               CROSS JOIN LATERAL (
-                   SELECT v.memory_id, v.type, 1.0 - (v.embedding <=> c.embedding) AS similarity
-                   FROM memory_vectors v
-                   WHERE v.tenant_id = %s AND v.searchable
-                   ORDER BY v.embedding <=> c.embedding
-                   LIMIT 3
-               ) near
-               JOIN memories m ON m.tenant_id = %s AND m.id = near.memory_id""",
-            [idx, [c.type for c in candidates], [Vector(c.embedding) for c in candidates], tenant_id, tenant_id],
+            """WITH probe AS (
+                   SELECT * FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[])
+                       AS t(idx, type, embedding)
+               ),
+               hits AS (
+                   SELECT DISTINCT cb.idx, b.memory_id
+                   FROM unnest(%(band_idx)b::int[], %(band_keys)b::int[]) AS cb(idx, band_key)
+                   JOIN memory_vector_bands b ON b.tenant_id = %(tenant)s AND b.band_key = cb.band_key
+               )
+               SELECT h.idx, m.norm_key, 1.0 - (v.embedding <=> p.embedding) AS similarity
+               FROM hits h
+               JOIN probe p ON p.idx = h.idx
+               JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = h.memory_id
+                                    AND v.searchable AND v.type = p.type
+               JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = h.memory_id AND m.state = 'active'
+               WHERE 1.0 - (v.embedding <=> p.embedding) >= %(threshold)s""",
+            {
+                "tenant": tenant_id,
+                "idx": idx,
+                "types": [c.type for c in candidates],
+                "embs": [Vector(c.embedding) for c in candidates],
+                "band_idx": [i for i, keys in zip(idx, bands, strict=True) for _ in keys],
+                "band_keys": [k for keys in bands for k in keys],
+                "threshold": self.merge.near_duplicate_cosine,
+            },
         ).fetchall()
-        if exact:
-            conn.execute("SET LOCAL enable_indexscan = on")
         found: dict[int, tuple[float, str]] = {}
         for row in rows:
-            close_enough = row["type"] == row["wanted_type"] and row["similarity"] >= cfg.near_duplicate_cosine
-            if close_enough and (row["idx"] not in found or row["similarity"] > found[row["idx"]][0]):
+            if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
                 found[row["idx"]] = (row["similarity"], row["norm_key"])
         return [(i, key) for i, (_, key) in sorted(found.items())]
 
@@ -304,22 +316,35 @@ class MemoryStore:
     def _write_vectors(
         conn: Any, tenant_id: str, memories: list[MemoryCandidate], rows: list[dict], embedder_id: str
     ) -> None:
-        """A vector for each new memory, and a new vector where a merge kept the newer definition."""
+        """A vector (and its LSH bands) for each new memory, and new ones where a merge kept the
+        newer definition. Vectors land in the fresh segment (indexed = false): no ANN insert here."""
         by_key = {m.norm_key: m for m in memories}
         changed = [r for r in rows if r["inserted"] or r["definition"] == by_key[r["norm_key"]].definition]
         if not changed:
             return
+        ids = [r["id"] for r in changed]
+        vectors = [by_key[r["norm_key"]].embedding for r in changed]
         conn.execute(
             """INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id)
-               SELECT %s, i, t, e, %s FROM unnest(%s::uuid[], %s::text[], %s::vector[]) AS v(i, t, e)
+               SELECT %s, i, t, e, %s FROM unnest(%b::uuid[], %b::text[], %b::vector[]) AS v(i, t, e)
                ON CONFLICT (tenant_id, memory_id) DO UPDATE
-               SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, updated_at = now()""",
+               SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, indexed = false,
+                   updated_at = now()""",
+            [tenant_id, embedder_id, ids, [r["type"] for r in changed], [Vector(v) for v in vectors]],
+        )
+        replaced = [r["id"] for r in changed if not r["inserted"]]
+        if replaced:
+            conn.execute(
+                "DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, replaced]
+            )
+        bands = band_keys(vectors)
+        conn.execute(
+            """INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id)
+               SELECT %s, b, m FROM unnest(%b::int[], %b::uuid[]) AS t(b, m) ON CONFLICT DO NOTHING""",
             [
                 tenant_id,
-                embedder_id,
-                [r["id"] for r in changed],
-                [r["type"] for r in changed],
-                [Vector(by_key[r["norm_key"]].embedding) for r in changed],
+                [k for keys in bands for k in keys],
+                [i for i, keys in zip(ids, bands, strict=True) for _ in keys],
             ],
         )
 
@@ -342,9 +367,9 @@ class MemoryStore:
                    {initial}, i.decay_rate, {initial}, 'strong', i.provenance, i.base_trust,
                    {next_transition(str(initial), "now()", "i.decay_rate", str(initial), d)},
                    i.initials, COALESCE(string_to_array(NULLIF(i.acronyms, ''), ','), '{{}}')
-            FROM unnest(%(keys)s::text[], %(labels)s::text[], %(defs)s::text[], %(types)s::text[],
-                        %(imps)s::int[], %(rates)s::float8[], %(provs)s::text[],
-                        %(trusts)s::float8[], %(inits)s::text[], %(acrs)s::text[])
+            FROM unnest(%(keys)b::text[], %(labels)b::text[], %(defs)b::text[], %(types)b::text[],
+                        %(imps)b::int[], %(rates)b::float8[], %(provs)b::text[],
+                        %(trusts)b::float8[], %(inits)b::text[], %(acrs)b::text[])
                 AS i(norm_key, label, definition, type, importance, decay_rate, provenance,
                      base_trust, initials, acronyms)
             ON CONFLICT (tenant_id, norm_key) WHERE state = 'active' DO UPDATE SET
@@ -387,13 +412,13 @@ class MemoryStore:
         candidates: Sequence[MemoryCandidate],
         final_keys: list[str],
         ids: dict[str, UUID],
-    ) -> int:
+    ) -> None:
         """One memory_item per occurrence, under the memory it ended in."""
         if not candidates:
-            return 0
-        return conn.execute(
+            return
+        conn.execute(
             """INSERT INTO memory_items (tenant_id, memory_id, document_id, label, definition, importance)
-               SELECT %s, m, %s, l, d, i FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::int[]) AS t(m, l, d, i)""",
+               SELECT %s, m, %s, l, d, i FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[]) AS t(m, l, d, i)""",
             [
                 tenant_id,
                 document_id,
@@ -402,19 +427,19 @@ class MemoryStore:
                 [c.definition for c in candidates],
                 [c.importance for c in candidates],
             ],
-        ).rowcount
+        )
 
-    def _upsert_related_edges(self, conn: Any, tenant_id: str, pairs: list[tuple[UUID, UUID]]) -> int:
+    def _upsert_related_edges(self, conn: Any, tenant_id: str, pairs: list[tuple[UUID, UUID]]) -> None:
         if not pairs:
-            return 0
+            return
         cfg = self.merge
-        return conn.execute(
+        conn.execute(
             f"""INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
-               SELECT %s, s, d, 'related', {cfg.related_edge_weight} FROM unnest(%s::uuid[], %s::uuid[]) AS p(s, d)
+               SELECT %s, s, d, 'related', {cfg.related_edge_weight} FROM unnest(%b::uuid[], %b::uuid[]) AS p(s, d)
                ON CONFLICT (tenant_id, src_id, dst_id, type)
                DO UPDATE SET weight = LEAST(1.0, relationships.weight + {cfg.related_edge_step}), updated_at = now()""",
             [tenant_id, [p[0] for p in pairs], [p[1] for p in pairs]],
-        ).rowcount
+        )
 
     def memories_of_document(self, tenant_id: str, document_id: UUID) -> list[dict]:
         """Every memory a document taught (document → memories)."""
@@ -438,24 +463,33 @@ class MemoryStore:
 
     # -- retrieval -------------------------------------------------------------------------
     def vector_search(self, tenant_id: str, embedding: Sequence[float], *, k: int, ef_search: int) -> list[dict]:
-        """Top-k hot active memories by cosine; exact when the ANN pass cannot return k in scope.
+        """Top-k hot active memories by cosine: ANN over the indexed segment, exact over the fresh one.
 
         pgvector 0.6 filters ANN results after the index scan (FIELD-NOTES): a small tenant
-        beside a large one can get fewer than k rows. A short ANN answer is re-asked exactly.
+        beside a large one can get fewer than k rows. A short answer is re-asked exactly.
         """
         query = f"""
             SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                    m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
-                   nearest.vector_sim
+                   1.0 - nearest.distance AS vector_sim
             FROM (
-                SELECT v.memory_id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim
-                FROM memory_vectors v
-                WHERE v.tenant_id = %(tenant)s AND v.searchable
-                ORDER BY v.embedding <=> %(q)s
+                SELECT memory_id, min(distance) AS distance FROM (
+                    (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                     FROM memory_vectors v
+                     WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                     ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
+                    UNION ALL
+                    (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                     FROM memory_vectors v
+                     WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
+                     ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
+                ) segments
+                GROUP BY memory_id
+                ORDER BY min(distance)
                 LIMIT %(k)s
             ) nearest
             JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = nearest.memory_id
-            ORDER BY nearest.vector_sim DESC"""
+            ORDER BY nearest.distance"""
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
         with self.db.tenant_tx(tenant_id) as conn:
             conn.execute(self.db.dialect.search_breadth_sql(max(ef_search, k)))
@@ -464,6 +498,18 @@ class MemoryStore:
                 conn.execute(exact)
                 rows = conn.execute(query, params).fetchall()
         return rows
+
+    def settle_vectors(self, tenant_id: str, *, limit: int) -> int:
+        """Move up to ``limit`` fresh vectors into the ANN index; return how many moved."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """UPDATE memory_vectors SET indexed = true
+                   WHERE tenant_id = %s AND memory_id IN (
+                       SELECT memory_id FROM memory_vectors
+                       WHERE tenant_id = %s AND searchable AND NOT indexed
+                       LIMIT %s FOR UPDATE SKIP LOCKED)""",
+                [tenant_id, tenant_id, limit],
+            ).rowcount
 
     def sources_of(self, tenant_id: str, memory_ids: Sequence[UUID]) -> dict[UUID, list[str]]:
         """memory id → its distinct sources (documents or sessions), in one query."""

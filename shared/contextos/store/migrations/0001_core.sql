@@ -98,7 +98,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS memories_active_key
     ON memories (tenant_id, norm_key) WHERE state = 'active';
 CREATE INDEX IF NOT EXISTS memories_next_transition
     ON memories (tenant_id, next_transition_at) WHERE state = 'active' AND tier = 'hot';
-CREATE INDEX IF NOT EXISTS memories_tenant_band ON memories (tenant_id, band, tier, state);
 
 -- Vectors live in their own table: a memory's row changes on every reinforcement, band change
 -- and merge, and each non-HOT update of a row would re-insert it into the ANN index (milliseconds

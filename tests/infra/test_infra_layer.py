@@ -23,7 +23,8 @@ import pytest
 from infra.config import REPO_ROOT
 
 EM_AARCH64 = 183  # ELF e_machine for AArch64
-WHEEL_TAG = re.compile(r"^cp312-cp312-manylinux\w*_aarch64$")
+# CPython 3.12 wheels, or stable-ABI (abi3) wheels built for 3.12 or older, which 3.12 loads.
+WHEEL_TAG = re.compile(r"^(cp312-cp312|cp3(?:[2-9]|1[0-2])-abi3)-manylinux\w*_aarch64$")
 
 
 @pytest.fixture(scope="session")

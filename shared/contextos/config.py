@@ -38,6 +38,12 @@ class RetrievalSettings(BaseModel):
     """S6 knobs: weights, budgets and search breadth."""
 
     vector_k: int = 20
+    text_k: int = 10  # per key phrase
+    graph_seeds: int = 10  # top hits of each of the vector and text searches that seed the walk
+    graph_hops: int = 2
+    graph_fall: float = 0.5  # weight multiplier per hop (times the edge's own weight)
+    graph_shared_source_weight: float = 0.3  # implicit edge: two memories from one document/session
+    graph_k: int = 20
     hnsw_ef_search: int = 100
     exact_scan_max_rows: int = 20_000  # below this many hot rows in scope, scan exactly (FIELD-NOTES)
     weight_semantic: float = 0.4

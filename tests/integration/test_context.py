@@ -44,9 +44,11 @@ def test_a_context_names_the_relevant_concepts_with_their_score_breakdowns(inges
     assert labels[0] in {"rollback", "blue-green deployment", "canary release"}
     assert "blue-green deployment" in result["context"].lower()
     top = result["memories"][0]["score"]
-    expected = 0.4 * (0.5 * top["vector"]) + 0.3 * top["strength"] + 0.3 * top["recency"] + top["bonus"]
+    semantic = 0.5 * top["vector"] + 0.3 * top["text"] + 0.2 * top["graph"]
+    expected = 0.4 * semantic + 0.3 * top["strength"] + 0.3 * top["recency"] + top["bonus"]
     assert top["relevance"] == pytest.approx(expected)
-    assert top["methods"] == ["vector"]
+    assert top["bonus"] == pytest.approx(0.05 * (len(top["methods"]) - 1))
+    assert "vector" in top["methods"]
     assert (
         sum(m["score"]["probability"] for m in result["memories"]) == pytest.approx(1.0, abs=1e-6)
         or len(result["memories"]) < 20

@@ -132,7 +132,7 @@ class LocalConceptExtractor:
     def _candidates(self, sentences: list[str], headings: set[int]) -> dict[tuple[str, ...], _Phrase]:
         phrases: dict[tuple[str, ...], _Phrase] = {}
         for index, sentence in enumerate(sentences):
-            for run in _content_runs(sentence):
+            for run in content_runs(sentence):
                 for words, surface in _subphrases(run):
                     key = tuple(w.lower() for w in words)
                     phrase = phrases.setdefault(key, _Phrase(words=key))
@@ -198,7 +198,7 @@ def _sentences(text: str) -> tuple[list[str], set[int]]:
     return sentences, headings
 
 
-def _content_runs(sentence: str) -> list[list[str]]:
+def content_runs(sentence: str) -> list[list[str]]:
     """Maximal runs of content words between stopwords and punctuation."""
     runs: list[list[str]] = []
     current: list[str] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -13,25 +13,9 @@ from contextos.embedding import Embedder
 from contextos.models import Band, ContextRequest, ContextResult, ScoredMemory
 from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
+from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scoring import Candidate, Ranked, rank
 from contextos.store.repository import MemoryStore
-
-_INTENTS: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "debug",
-        re.compile(r"\b(bug|error|exception|fail\w*|crash\w*|broken|fix|debug\w*|traceback|stack trace)\b", re.I),
-    ),
-    ("brainstorm", re.compile(r"\b(ideas?|brainstorm\w*|what if|alternatives?|explore|options?|could we)\b", re.I)),
-    ("recall", re.compile(r"\b(what did|when did|remember|recall|last time|previously|who|which)\b", re.I)),
-]
-
-
-def detect_intent(query: str) -> str:
-    """debug / brainstorm / recall / default, by lexical triggers (S6.1)."""
-    for intent, pattern in _INTENTS:
-        if pattern.search(query):
-            return intent
-    return "default"
 
 
 @dataclass
@@ -42,10 +26,11 @@ class RetrievalService:
 
     def context(self, tenant_id: str, request: ContextRequest) -> ContextResult:
         cfg = self.settings.retrieval
-        intent = detect_intent(request.query)
+        analysis = analyze(request.query)
+        intent = analysis.intent
         query_vector = self.embedder.embed([request.query])[0]
-        rows = self.store.vector_search(tenant_id, query_vector, k=cfg.vector_k, ef_search=cfg.hnsw_ef_search)
-        ranked = rank(self._candidates(rows), cfg)
+        rows, found = self._search(tenant_id, analysis, query_vector)
+        ranked = rank(self._candidates(rows, found), cfg)
         sources = self.store.sources_of(tenant_id, [r.candidate.id for r in ranked])
         chosen = self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
         budget = request.token_budget or cfg.token_budget
@@ -73,15 +58,59 @@ class RetrievalService:
             index=index,
         )
 
-    def _candidates(self, rows: list[dict]) -> list[Candidate]:
+    def _search(
+        self, tenant_id: str, analysis: QueryAnalysis, query_vector: list[float]
+    ) -> tuple[list[dict], dict[object, dict[str, float]]]:
+        """The three searches (S6.2): vector and text concurrently, then the graph from their hits.
+
+        Returns the candidates' rows (with each one's exact cosine to the query) and, per memory,
+        the score each method gave it.
+        """
+        cfg = self.settings.retrieval
+        found: dict[object, dict[str, float]] = {}
+        with ThreadPoolExecutor(max_workers=1 + len(analysis.phrases)) as pool:
+            vector_job = pool.submit(
+                self.store.vector_search, tenant_id, query_vector, k=cfg.vector_k, ef_search=cfg.hnsw_ef_search
+            )
+            text_jobs = [
+                pool.submit(self.store.text_search, tenant_id, analysis.terms(phrase), k=cfg.text_k)
+                for phrase in analysis.phrases
+            ]
+            vector_rows = vector_job.result()
+            text_rows = [row for job in text_jobs for row in job.result()]
+        for row in vector_rows:
+            found.setdefault(row["id"], {})["vector"] = max(float(row["vector_sim"]), 0.0)
+        top_rank = max((float(r["rank"]) for r in text_rows), default=0.0) or 1.0
+        for row in text_rows:
+            score = 1.0 if row["label_match"] else min(float(row["rank"]) / top_rank, 1.0)
+            scores = found.setdefault(row["id"], {})
+            scores["text"] = max(scores.get("text", 0.0), score)
+        seeds = [r["id"] for r in vector_rows[: cfg.graph_seeds]]
+        seeds += [r["id"] for r in text_rows[: cfg.graph_seeds] if r["id"] not in seeds]
+        for row in self.store.graph_expand(
+            tenant_id,
+            seeds,
+            hops=cfg.graph_hops,
+            fall=cfg.graph_fall,
+            shared_source_weight=cfg.graph_shared_source_weight,
+            k=cfg.graph_k,
+        ):
+            scores = found.setdefault(row["id"], {})
+            scores["graph"] = max(scores.get("graph", 0.0), min(float(row["weight"]), 1.0))
+        rows = self.store.candidate_rows(tenant_id, list(found), query_vector)
+        return rows, found
+
+    def _candidates(self, rows: list[dict], found: dict[object, dict[str, float]]) -> list[Candidate]:
         """Bands (S5): strong always, fading only when relevant, forgotten never."""
         cfg, decay = self.settings.retrieval, self.settings.decay
         now = datetime.now(UTC)
         out = []
         for row in rows:
             band = band_of(row["strength"], decay)
+            methods = found.get(row["id"], {})
             vector = max(float(row["vector_sim"]), 0.0)
-            if band is Band.forgotten or (band is not Band.strong and vector < cfg.fading_relevance_floor):
+            relevant = vector >= cfg.fading_relevance_floor or "text" in methods
+            if band is Band.forgotten or (band is not Band.strong and not relevant):
                 continue
             out.append(
                 Candidate(
@@ -90,7 +119,9 @@ class RetrievalService:
                     hours_since_access=(now - row["last_accessed_at"]).total_seconds() / 3600.0,
                     importance=row["importance"],
                     vector=vector,
-                    methods={"vector"},
+                    text=methods.get("text", 0.0),
+                    graph=methods.get("graph", 0.0),
+                    methods=set(methods),
                     payload=row | {"band": band},
                 )
             )

@@ -6,6 +6,7 @@ would too: RLS is the second wall, not the first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -499,6 +500,108 @@ class MemoryStore:
                 rows = conn.execute(query, params).fetchall()
         return rows
 
+    def text_search(self, tenant_id: str, terms: Sequence[str], *, k: int) -> list[dict]:
+        """One key phrase (with its synonyms) over labels and definitions: full-text rank, with the
+        phrase appearing verbatim ranked first, so an exact rare term always surfaces (S6.2)."""
+        phrase = terms[0]
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """WITH q AS (
+                       SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
+                              to_tsquery('english', %(any_terms)s) AS any_q
+                   )
+                   SELECT m.id,
+                          2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q) AS rank,
+                          (position(%(lower)s IN lower(m.label)) > 0
+                           OR position(%(lower)s IN lower(m.definition)) > 0) AS label_match
+                   FROM memories m, q
+                   WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
+                     AND (m.search_tsv @@ q.phrase_q OR m.search_tsv @@ q.any_q
+                          OR position(%(lower)s IN lower(m.label)) > 0)
+                   ORDER BY label_match DESC, rank DESC
+                   LIMIT %(k)s""",
+                {
+                    "tenant": tenant_id,
+                    "phrase": phrase,
+                    "lower": phrase.lower(),
+                    "any_terms": " | ".join(_tsquery_words(terms)) or "''",
+                    "k": k,
+                },
+            ).fetchall()
+
+    def graph_expand(
+        self, tenant_id: str, seeds: Sequence[UUID], *, hops: int, fall: float, shared_source_weight: float, k: int
+    ) -> list[dict]:
+        """Memories reachable from the seeds within ``hops`` edges (either direction), weight falling
+        per hop; superseded memories lead forward to their successor; memories that share a source
+        document or session with a seed count as one-hop links (implicit edges)."""
+        if not seeds:
+            return []
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """WITH RECURSIVE walk(origin, id, weight, hop) AS (
+                       SELECT s, s, 1.0::float8, 0 FROM unnest(%(seeds)b::uuid[]) AS s
+                       UNION ALL
+                       SELECT w.origin, step.next_id, w.weight * step.weight * %(fall)s, w.hop + 1
+                       FROM walk w
+                       CROSS JOIN LATERAL (
+                           SELECT r.dst_id AS next_id, r.weight FROM relationships r
+                           WHERE r.tenant_id = %(tenant)s AND r.src_id = w.id AND r.type <> 'contradicts'
+                           UNION ALL
+                           SELECT r.src_id, r.weight FROM relationships r
+                           WHERE r.tenant_id = %(tenant)s AND r.dst_id = w.id AND r.type <> 'contradicts'
+                       ) step
+                       WHERE w.hop < %(hops)s
+                   ),
+                   implicit AS (
+                       SELECT other.memory_id AS id, %(shared)s::float8 AS weight
+                       FROM memory_items seed
+                       JOIN memory_items other
+                         ON other.tenant_id = seed.tenant_id AND other.memory_id <> seed.memory_id
+                        AND (other.document_id = seed.document_id OR other.session_id = seed.session_id)
+                       WHERE seed.tenant_id = %(tenant)s AND seed.memory_id = ANY(%(seeds)b::uuid[])
+                   ),
+                   reached AS (
+                       SELECT id, weight FROM walk WHERE hop > 0 AND id <> origin  -- no round trips home
+                       UNION ALL
+                       SELECT id, weight FROM implicit
+                   )
+                   SELECT COALESCE(successor.id, m.id) AS id, max(reached.weight) AS weight
+                   FROM reached
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = reached.id
+                   LEFT JOIN memories successor
+                     ON successor.tenant_id = m.tenant_id AND successor.id = m.superseded_by
+                    AND successor.state = 'active'
+                   WHERE (m.state = 'active' AND m.tier = 'hot') OR successor.id IS NOT NULL
+                   GROUP BY COALESCE(successor.id, m.id)
+                   ORDER BY max(reached.weight) DESC
+                   LIMIT %(k)s""",
+                {
+                    "tenant": tenant_id,
+                    "seeds": list(seeds),
+                    "hops": hops,
+                    "fall": fall,
+                    "shared": shared_source_weight,
+                    "k": k,
+                },
+            ).fetchall()
+
+    def candidate_rows(self, tenant_id: str, ids: Sequence[UUID], query_vector: Sequence[float]) -> list[dict]:
+        """Everything scoring needs for the merged candidates, with each one's exact cosine to the query."""
+        if not ids:
+            return []
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
+                           m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
+                    FROM memories m
+                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)b::uuid[])
+                      AND m.state = 'active' AND m.tier = 'hot'""",
+                {"tenant": tenant_id, "ids": list(ids), "q": Vector(list(query_vector))},
+            ).fetchall()
+
     def settle_vectors(self, tenant_id: str, *, limit: int) -> int:
         """Move up to ``limit`` fresh vectors into the ANN index; return how many moved."""
         with self.db.tenant_tx(tenant_id) as conn:
@@ -630,3 +733,12 @@ def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -
         ):
             best[key] = candidate.model_copy(update={"norm_key": key})
     return list(best.values())
+
+
+_TSQUERY_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _tsquery_words(terms: Sequence[str]) -> list[str]:
+    """Plain words only (no tsquery syntax can be injected), each a prefix match."""
+    words = {w.lower() for term in terms for w in _TSQUERY_WORD.findall(term) if len(w) > 1}
+    return [f"{w}:*" for w in sorted(words)]

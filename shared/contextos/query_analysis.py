@@ -1,0 +1,69 @@
+"""S6.1 query analysis: intent, up to five key phrases, and synonym expansion (the table is data)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from contextos.extraction.local import content_runs
+from contextos.normalization import singular
+
+_INTENTS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "debug",
+        re.compile(r"\b(bug|error|exception|fail\w*|crash\w*|broken|fix|debug\w*|traceback|stack trace)\b", re.I),
+    ),
+    ("brainstorm", re.compile(r"\b(ideas?|brainstorm\w*|what if|alternatives?|explore|options?|could we)\b", re.I)),
+    ("recall", re.compile(r"\b(what did|when did|remember|recall|last time|previously|who|which)\b", re.I)),
+]
+MAX_PHRASES = 5
+
+
+@dataclass(frozen=True)
+class QueryAnalysis:
+    intent: str
+    phrases: list[str]
+    expansions: dict[str, list[str]] = field(default_factory=dict)
+
+    def terms(self, phrase: str) -> list[str]:
+        """The phrase and its synonyms: what one text search looks for."""
+        return [phrase, *self.expansions.get(phrase, [])]
+
+
+def detect_intent(query: str) -> str:
+    """debug / brainstorm / recall / default, by lexical triggers."""
+    for intent, pattern in _INTENTS:
+        if pattern.search(query):
+            return intent
+    return "default"
+
+
+def key_phrases(query: str, limit: int = MAX_PHRASES) -> list[str]:
+    """Runs of content words (the noun-phrase-like parts of the query), longest first."""
+    phrases: list[str] = []
+    for run in content_runs(query):
+        phrase = " ".join(run).lower()
+        if phrase and phrase not in phrases:
+            phrases.append(phrase)
+    order = {p: i for i, p in enumerate(phrases)}
+    return sorted(phrases, key=lambda p: (-len(p.split()), order[p]))[:limit]
+
+
+@lru_cache(maxsize=1)
+def synonym_table() -> dict[str, list[str]]:
+    text = resources.files("contextos").joinpath("data/synonyms.json").read_text(encoding="utf-8")
+    return {singular(k.lower()): v for k, v in json.loads(text).items()}
+
+
+def analyze(query: str) -> QueryAnalysis:
+    phrases = key_phrases(query)
+    table = synonym_table()
+    expansions = {}
+    for phrase in phrases:
+        extra = [s for word in phrase.split() for s in table.get(singular(word), [])]
+        if extra:
+            expansions[phrase] = list(dict.fromkeys(extra))
+    return QueryAnalysis(intent=detect_intent(query), phrases=phrases, expansions=expansions)

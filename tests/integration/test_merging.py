@@ -241,3 +241,29 @@ def test_the_lifecycle_scan_settles_fresh_vectors(store, tenant, local_embedder)
     assert report.vectors_indexed >= 1
     with container.database().tenant_tx(tenant) as conn:
         assert conn.execute("SELECT bool_and(indexed) AS all FROM memory_vectors").fetchone()["all"] is True
+
+
+def test_add_memories_stores_each_candidate_as_given_with_its_time_and_session(store, tenant, local_embedder):
+    from datetime import UTC, datetime, timedelta
+
+    turns = candidates(
+        local_embedder,
+        [
+            ("Turn D1:1", "Caroline went to a support group yesterday and found it moving.", "event"),
+            ("Turn D1:2", "Melanie is painting a sunrise over the lake for her kids.", "event"),
+        ],
+    )
+    said = [datetime.now(UTC) - timedelta(days=3), datetime.now(UTC) - timedelta(days=3, minutes=-1)]
+    ids = store.add_memories(tenant, turns, embedder_id="local", at=said, session_id="conv-1", message_seqs=[1, 2])
+    assert len(ids) == 2
+    with container.database().tenant_tx(tenant) as conn:
+        rows = conn.execute(
+            """SELECT m.label, m.created_at, m.last_accessed_at, i.session_id, i.message_from, v.indexed
+               FROM memories m JOIN memory_items i ON i.memory_id = m.id JOIN memory_vectors v ON v.memory_id = m.id
+               ORDER BY i.message_from"""
+        ).fetchall()
+    assert [r["label"] for r in rows] == ["Turn D1:1", "Turn D1:2"]
+    assert [r["created_at"] for r in rows] == said and [r["last_accessed_at"] for r in rows] == said
+    assert [(r["session_id"], r["message_from"]) for r in rows] == [("conv-1", 1), ("conv-1", 2)]
+    hits = store.vector_search(tenant, local_embedder.embed(["painting a sunrise"])[0], k=1, ef_search=10)
+    assert hits[0]["label"] == "Turn D1:2"

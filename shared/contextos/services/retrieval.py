@@ -24,11 +24,16 @@ class RetrievalService:
     store: MemoryStore
     embedder: Embedder
 
-    def context(self, tenant_id: str, request: ContextRequest) -> ContextResult:
+    def context(
+        self, tenant_id: str, request: ContextRequest, *, query_vector: list[float] | None = None
+    ) -> ContextResult:
+        """The whole read path. ``query_vector`` skips embedding the query (benchmarks, callers that
+        already hold it)."""
         cfg = self.settings.retrieval
         analysis = analyze(request.query)
         intent = analysis.intent
-        query_vector = self.embedder.embed([request.query])[0]
+        if query_vector is None:
+            query_vector = self.embedder.embed([request.query])[0]
         rows, found = self._search(tenant_id, analysis, query_vector)
         ranked = rank(self._candidates(rows, found), cfg)
         sources = self.store.sources_of(tenant_id, [r.candidate.id for r in ranked])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -206,6 +207,88 @@ class MemoryStore:
                     [source_type, domain, raw_text, raw_s3_key, Jsonb(document_counts), tenant_id, document_id],
                 )
         return result
+
+    def add_memories(
+        self,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        embedder_id: str,
+        at: Sequence[datetime] | None = None,
+        session_id: str | None = None,
+        message_seqs: Sequence[int] | None = None,
+    ) -> list[UUID]:
+        """Store each candidate as its own memory, as given: no merging (manual memories, imports,
+        one memory per conversation turn). ``at`` backdates each one (when it was said or learned);
+        ``session_id``/``message_seqs`` record where each came from. Returns the new ids in order."""
+        if not candidates:
+            return []
+        d = self.decay
+        times = list(at) if at is not None else [None] * len(candidates)
+        seqs = list(message_seqs) if message_seqs is not None else [None] * len(candidates)
+        with self.db.tenant_tx(tenant_id) as conn:
+            self._lock_tenant(conn, tenant_id)
+            rows = conn.execute(
+                f"""INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
+                        strength_anchor, strength_anchor_at, decay_rate, provenance, base_trust, initials, acronyms,
+                        last_accessed_at, valid_from, recorded_at, created_at, updated_at, next_transition_at)
+                    SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
+                           {float(d.initial_strength)}, COALESCE(i.at, now()), i.decay_rate, i.provenance,
+                           i.base_trust, NULL, '{{}}', COALESCE(i.at, now()), COALESCE(i.at, now()),
+                           COALESCE(i.at, now()), COALESCE(i.at, now()), COALESCE(i.at, now()),
+                           {
+                    next_transition(
+                        str(float(d.initial_strength)),
+                        "COALESCE(i.at, now())",
+                        "i.decay_rate",
+                        str(float(d.initial_strength)),
+                        d,
+                    )
+                }
+                    FROM unnest(%(keys)b::text[], %(labels)b::text[], %(defs)b::text[], %(types)b::text[],
+                                %(imps)b::int[], %(rates)b::float8[], %(provs)b::text[], %(trusts)b::float8[],
+                                %(ats)s::timestamptz[])
+                        AS i(norm_key, label, definition, type, importance, decay_rate, provenance, base_trust, at)
+                    RETURNING m.id""",
+                {
+                    "tenant": tenant_id,
+                    "keys": [c.norm_key for c in candidates],
+                    "labels": [c.label for c in candidates],
+                    "defs": [c.definition for c in candidates],
+                    "types": [c.type for c in candidates],
+                    "imps": [c.importance for c in candidates],
+                    "rates": [c.decay_rate for c in candidates],
+                    "provs": [c.provenance.value for c in candidates],
+                    "trusts": [c.base_trust for c in candidates],
+                    "ats": times,
+                },
+            ).fetchall()
+            ids = [r["id"] for r in rows]
+            memory_rows = [
+                {"id": i, "norm_key": c.norm_key, "definition": c.definition, "type": c.type, "inserted": True}
+                for i, c in zip(ids, candidates, strict=True)
+            ]
+            with conn.pipeline():
+                self._write_vectors(conn, tenant_id, list(candidates), memory_rows, embedder_id)
+                conn.execute(
+                    """INSERT INTO memory_items (tenant_id, memory_id, session_id, message_from, message_to, label,
+                                                 definition, importance)
+                       SELECT %s, m, %s, s, s, l, d, i
+                       FROM unnest(%b::uuid[], %b::int[], %b::text[], %b::text[], %b::int[]) AS t(m, s, l, d, i)""",
+                    [
+                        tenant_id,
+                        session_id,
+                        ids,
+                        seqs,
+                        [c.label for c in candidates],
+                        [c.definition for c in candidates],
+                        [c.importance for c in candidates],
+                    ],
+                )
+                conn.execute(
+                    "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [len(ids), tenant_id]
+                )
+        return ids
 
     @staticmethod
     def _lock_tenant(conn: Any, tenant_id: str) -> int:

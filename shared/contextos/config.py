@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,8 +34,58 @@ class DecaySettings(BaseModel):
     band_forgotten: float = 0.10
 
 
+class StandardRecipe(BaseModel):
+    """S6.4: relevance = 0.4·semantic + 0.3·strength + 0.3·recency, semantic = 0.5·vector +
+    0.3·text + 0.2·graph."""
+
+    kind: Literal["standard"] = "standard"
+    weight_semantic: float = 0.4
+    weight_strength: float = 0.3
+    weight_recency: float = 0.3
+    semantic_vector: float = 0.5
+    semantic_text: float = 0.3
+    semantic_graph: float = 0.2
+
+
+class SignalWeights(BaseModel):
+    """Weights of the six signals of the intent-adaptive recipe."""
+
+    semantic: float
+    bm25: float
+    graph: float
+    recency: float
+    importance: float
+    frequency: float
+
+
+class IntentAdaptiveRecipe(BaseModel):
+    """S6.4's second profile: six signals weighted per query intent."""
+
+    kind: Literal["intent_adaptive"] = "intent_adaptive"
+    profiles: dict[str, SignalWeights] = Field(
+        default_factory=lambda: {
+            "debug": SignalWeights(semantic=0.20, bm25=0.30, graph=0.30, recency=0.10, importance=0.05, frequency=0.05),
+            "brainstorm": SignalWeights(
+                semantic=0.30, bm25=0.05, graph=0.05, recency=0.25, importance=0.30, frequency=0.05
+            ),
+            "default": SignalWeights(
+                semantic=0.30, bm25=0.15, graph=0.10, recency=0.15, importance=0.20, frequency=0.10
+            ),
+        }
+    )
+    frequency_saturation: int = 20  # access count at which the frequency signal reaches 1
+
+
+Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe, Field(discriminator="kind")]
+
+
 class RetrievalSettings(BaseModel):
-    """S6 knobs: weights, budgets and search breadth."""
+    """S6 knobs: recipes (weights as data), budgets and search breadth."""
+
+    recipes: dict[str, Recipe] = Field(
+        default_factory=lambda: {"standard": StandardRecipe(), "intent_adaptive": IntentAdaptiveRecipe()}
+    )
+    default_recipe: str = "standard"
 
     vector_k: int = 20
     text_k: int = 10  # per key phrase
@@ -46,12 +96,6 @@ class RetrievalSettings(BaseModel):
     graph_k: int = 20
     hnsw_ef_search: int = 100
     exact_scan_max_rows: int = 20_000  # below this many hot rows in scope, scan exactly (FIELD-NOTES)
-    weight_semantic: float = 0.4
-    weight_strength: float = 0.3
-    weight_recency: float = 0.3
-    semantic_vector: float = 0.5
-    semantic_text: float = 0.3
-    semantic_graph: float = 0.2
     recency_rate_per_hour: float = 0.1
     multi_method_bonus: float = 0.05
     softmax_temperature: float = 0.1
@@ -59,6 +103,15 @@ class RetrievalSettings(BaseModel):
     max_memories: int = 20
     max_share_per_source: float = 0.6
     token_budget: int = 1500
+    l2_excerpts: int = 2  # source excerpts shown under an L2 memory
+    l2_excerpt_chars: int = 300
+
+    def recipe(self, name: str | None) -> StandardRecipe | IntentAdaptiveRecipe:
+        """The named recipe (the default when None); an unknown name is a clear error."""
+        key = name or self.default_recipe
+        if key not in self.recipes:
+            raise KeyError(key)
+        return self.recipes[key]
 
 
 class ExtractionSettings(BaseModel):

@@ -24,6 +24,10 @@ class BadRequest(ContextOSError):
     status = 400
 
 
+class UnknownRecipe(BadRequest):
+    code = "unknown_recipe"
+
+
 class PayloadTooLarge(BadRequest):
     code = "payload_too_large"
     status = 413

@@ -148,10 +148,13 @@ class ScoreBreakdown(BaseModel):
     semantic: float = 0.0
     strength: float = 0.0
     recency: float = 0.0
+    importance: float = 0.0  # intent-adaptive recipe only
+    frequency: float = 0.0  # intent-adaptive recipe only
     bonus: float = 0.0
     relevance: float = 0.0
     probability: float = 0.0
     methods: list[str] = Field(default_factory=list)
+    recipe: str = "standard"
 
 
 class ScoredMemory(BaseModel):
@@ -163,6 +166,8 @@ class ScoredMemory(BaseModel):
     band: Band
     tier_used: Literal["L0", "L1", "L2"] = "L1"
     source_ids: list[str] = Field(default_factory=list)
+    excerpts: list[str] = Field(default_factory=list)  # L2: what the sources said
+    always_load: bool = False
     score: ScoreBreakdown
 
 
@@ -217,6 +222,24 @@ class ContextRequest(BaseModel):
     format: Literal["markdown", "json", "plain"] = "markdown"
     dry_run: bool = False
     session_id: str | None = Field(default=None, max_length=200)
+    recipe: str | None = Field(default=None, max_length=100, description="A configured scoring recipe.")
+
+
+class SearchRequest(BaseModel):
+    """``POST /v1/search``: rank memories for a query, with no side effects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=8000)
+    limit: int = Field(default=20, ge=1, le=200)
+    recipe: str | None = Field(default=None, max_length=100)
+
+
+class SearchResult(BaseModel):
+    query: str
+    intent: str
+    recipe: str
+    memories: list[ScoredMemory]
 
 
 class MemorySource(BaseModel):

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextos.config import RetrievalSettings
+from contextos.config import IntentAdaptiveRecipe, RetrievalSettings, StandardRecipe
 from contextos.decay import recency
 from contextos.models import ScoreBreakdown
 
@@ -19,6 +19,7 @@ class Candidate:
     strength: float
     hours_since_access: float
     importance: int
+    access_count: int = 0
     vector: float = 0.0
     text: float = 0.0
     graph: float = 0.0
@@ -32,12 +33,35 @@ class Ranked:
     score: ScoreBreakdown
 
 
-def score_candidate(c: Candidate, cfg: RetrievalSettings) -> ScoreBreakdown:
-    """relevance = 0.4·semantic + 0.3·strength + 0.3·recency (+ multi-method bonus)."""
-    semantic = cfg.semantic_vector * c.vector + cfg.semantic_text * c.text + cfg.semantic_graph * c.graph
+def score_candidate(
+    c: Candidate,
+    cfg: RetrievalSettings,
+    recipe: StandardRecipe | IntentAdaptiveRecipe | None = None,
+    intent: str = "default",
+) -> ScoreBreakdown:
+    """One candidate's relevance under a recipe, with every component reported."""
+    recipe = recipe or cfg.recipe(None)
     rec = recency(c.hours_since_access, cfg.recency_rate_per_hour)
     bonus = cfg.multi_method_bonus * max(len(c.methods) - 1, 0)
-    relevance = cfg.weight_semantic * semantic + cfg.weight_strength * c.strength + cfg.weight_recency * rec
+    if isinstance(recipe, IntentAdaptiveRecipe):
+        w = recipe.profiles.get(intent) or recipe.profiles["default"]
+        importance = c.importance / 10.0
+        frequency = min(1.0, math.log1p(c.access_count) / math.log1p(recipe.frequency_saturation))
+        relevance = (
+            w.semantic * c.vector
+            + w.bm25 * c.text
+            + w.graph * c.graph
+            + w.recency * rec
+            + w.importance * importance
+            + w.frequency * frequency
+        )
+        semantic = c.vector
+    else:
+        semantic = recipe.semantic_vector * c.vector + recipe.semantic_text * c.text + recipe.semantic_graph * c.graph
+        relevance = (
+            recipe.weight_semantic * semantic + recipe.weight_strength * c.strength + recipe.weight_recency * rec
+        )
+        importance = frequency = 0.0
     return ScoreBreakdown(
         vector=c.vector,
         text=c.text,
@@ -45,9 +69,12 @@ def score_candidate(c: Candidate, cfg: RetrievalSettings) -> ScoreBreakdown:
         semantic=semantic,
         strength=c.strength,
         recency=rec,
+        importance=importance,
+        frequency=frequency,
         bonus=bonus,
         relevance=relevance + bonus,
         methods=sorted(c.methods),
+        recipe=recipe.kind,
     )
 
 
@@ -62,9 +89,14 @@ def softmax(values: Sequence[float], temperature: float) -> list[float]:
     return [e / total for e in exps]
 
 
-def rank(candidates: Sequence[Candidate], cfg: RetrievalSettings) -> list[Ranked]:
+def rank(
+    candidates: Sequence[Candidate],
+    cfg: RetrievalSettings,
+    recipe: StandardRecipe | IntentAdaptiveRecipe | None = None,
+    intent: str = "default",
+) -> list[Ranked]:
     """Score, softmax-normalize and sort; ties by strength, then recency, then importance."""
-    ranked = [Ranked(c, score_candidate(c, cfg)) for c in candidates]
+    ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent)) for c in candidates]
     probabilities = softmax([r.score.relevance for r in ranked], cfg.softmax_temperature)
     for r, p in zip(ranked, probabilities, strict=True):
         r.score.probability = p

@@ -25,7 +25,10 @@ def test_every_spec_default_lives_in_configuration():
         0.20,
     )
     assert (s.decay.band_strong, s.decay.band_fading, s.decay.band_forgotten) == (0.70, 0.40, 0.10)
-    assert (s.retrieval.weight_semantic, s.retrieval.weight_strength, s.retrieval.weight_recency) == (0.4, 0.3, 0.3)
+    standard = s.retrieval.recipe("standard")
+    assert (standard.weight_semantic, standard.weight_strength, standard.weight_recency) == (0.4, 0.3, 0.3)
+    debug = s.retrieval.recipe("intent_adaptive").profiles["debug"]
+    assert list(debug.model_dump().values()) == [0.20, 0.30, 0.30, 0.10, 0.05, 0.05]
     assert (s.retrieval.max_memories, s.retrieval.max_share_per_source, s.retrieval.vector_k) == (20, 0.6, 20)
 
 
@@ -52,3 +55,14 @@ def test_a_database_secret_becomes_a_tls_dsn_and_the_proxy_host_wins():
     assert conninfo_from_secret(secret) == "postgresql://app:p%40ss%2Fword@cluster.local:5432/ctx?sslmode=require"
     assert "@proxy.local:5432/" in conninfo_from_secret(secret, host="proxy.local")
     assert conninfo_from_secret({"url": "postgresql://root@crdb:26257/ctx"}) == "postgresql://root@crdb:26257/ctx"
+
+
+def test_recipes_are_data_that_the_environment_can_change(monkeypatch):
+    monkeypatch.setenv("CONTEXTOS_RETRIEVAL__DEFAULT_RECIPE", "intent_adaptive")
+    monkeypatch.setenv(
+        "CONTEXTOS_RETRIEVAL__RECIPES",
+        '{"mine": {"kind": "standard", "weight_semantic": 0.8, "weight_strength": 0.1, "weight_recency": 0.1}}',
+    )
+    s = Settings()
+    assert s.retrieval.default_recipe == "intent_adaptive"
+    assert s.retrieval.recipe("mine").weight_semantic == 0.8

@@ -54,3 +54,30 @@ def test_rank_orders_by_relevance_and_reports_probabilities():
     ranked = rank([weak, strong], CFG)
     assert [r.candidate.id for r in ranked] == ["s", "w"]
     assert sum(r.score.probability for r in ranked) == pytest.approx(1.0)
+
+
+def test_the_intent_adaptive_recipe_weighs_six_signals_per_intent_by_hand():
+    from contextos.config import IntentAdaptiveRecipe
+
+    recipe = IntentAdaptiveRecipe()
+    c = Candidate(
+        id="a",
+        strength=0.9,
+        hours_since_access=2.0,
+        importance=8,
+        access_count=3,
+        vector=0.7,
+        text=0.5,
+        graph=0.4,
+        methods={"vector", "text", "graph"},
+    )
+    debug = score_candidate(c, CFG, recipe, "debug")
+    recency = math.exp(-0.1 * 2.0)
+    frequency = math.log1p(3) / math.log1p(20)
+    expected = 0.20 * 0.7 + 0.30 * 0.5 + 0.30 * 0.4 + 0.10 * recency + 0.05 * 0.8 + 0.05 * frequency
+    assert debug.relevance == pytest.approx(expected + 2 * CFG.multi_method_bonus)
+    assert (debug.importance, debug.frequency, debug.recipe) == (0.8, pytest.approx(frequency), "intent_adaptive")
+    brainstorm = score_candidate(c, CFG, recipe, "brainstorm")
+    assert brainstorm.relevance != debug.relevance
+    recall = score_candidate(c, CFG, recipe, "recall")  # no profile of its own: the default one
+    assert recall.relevance == pytest.approx(score_candidate(c, CFG, recipe, "default").relevance)

@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from contextos import container
 from contextos.api.auth import current_principal
-from contextos.models import ContextRequest, ContextResult
+from contextos.models import ContextRequest, ContextResult, SearchRequest, SearchResult
 
 router = Router()
 
@@ -15,3 +15,9 @@ router = Router()
 def get_context(body: ContextRequest) -> ContextResult:
     principal = current_principal(router)
     return container.retrieval().context(principal.tenant_id, body)
+
+
+@router.post("/search", summary="Rank memories for a query, with every score component; changes nothing")
+def search(body: SearchRequest) -> SearchResult:
+    principal = current_principal(router)
+    return container.retrieval().search(principal.tenant_id, body)

@@ -7,10 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from contextos.config import Settings
+from contextos.config import IntentAdaptiveRecipe, Settings, StandardRecipe
 from contextos.decay import band_of
 from contextos.embedding import Embedder
-from contextos.models import Band, ContextRequest, ContextResult, ScoredMemory
+from contextos.errors import UnknownRecipe
+from contextos.models import Band, ContextRequest, ContextResult, ScoredMemory, SearchRequest, SearchResult
 from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
@@ -30,16 +31,23 @@ class RetrievalService:
         """The whole read path. ``query_vector`` skips embedding the query (benchmarks, callers that
         already hold it)."""
         cfg = self.settings.retrieval
+        recipe = self._recipe(request.recipe)
         analysis = analyze(request.query)
         intent = analysis.intent
         if query_vector is None:
             query_vector = self.embedder.embed([request.query])[0]
         rows, found = self._search(tenant_id, analysis, query_vector)
-        ranked = rank(self._candidates(rows, found), cfg)
-        sources = self.store.sources_of(tenant_id, [r.candidate.id for r in ranked])
-        chosen = self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
+        pinned = self._candidates(self.store.pinned_rows(tenant_id, query_vector), {}, pinned=True)
+        pinned_ids = {c.id for c in pinned}
+        ranked = rank([c for c in self._candidates(rows, found) if c.id not in pinned_ids], cfg, recipe, intent)
+        pinned_ranked = rank(pinned, cfg, recipe, intent)
+        sources = self.store.sources_of(tenant_id, [r.candidate.id for r in pinned_ranked + ranked])
+        chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
         budget = request.token_budget or cfg.token_budget
-        memories, index, tokens = self._token_budget(chosen, sources, budget)
+        excerpts = self.store.excerpts_of(
+            tenant_id, [r.candidate.id for r in chosen], per_memory=cfg.l2_excerpts, chars=cfg.l2_excerpt_chars
+        )
+        memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
         text = assemble(request.query, memories, index, request.format)
         if not request.dry_run:
             self.store.reinforce_and_log(
@@ -62,6 +70,29 @@ class RetrievalService:
             memories=memories,
             index=index,
         )
+
+    def search(self, tenant_id: str, request: SearchRequest) -> SearchResult:
+        """Rank memories for a query with every score component; reads only (no reinforcement, no log)."""
+        cfg = self.settings.retrieval
+        recipe = self._recipe(request.recipe)
+        analysis = analyze(request.query)
+        query_vector = self.embedder.embed([request.query])[0]
+        rows, found = self._search(tenant_id, analysis, query_vector)
+        ranked = rank(self._candidates(rows, found), cfg, recipe, analysis.intent)[: request.limit]
+        sources = self.store.sources_of(tenant_id, [r.candidate.id for r in ranked])
+        return SearchResult(
+            query=request.query,
+            intent=analysis.intent,
+            recipe=request.recipe or cfg.default_recipe,
+            memories=[_scored(r, "L1", sources) for r in ranked],
+        )
+
+    def _recipe(self, name: str | None) -> StandardRecipe | IntentAdaptiveRecipe:
+        try:
+            return self.settings.retrieval.recipe(name)
+        except KeyError as exc:
+            known = ", ".join(sorted(self.settings.retrieval.recipes))
+            raise UnknownRecipe(f"unknown scoring recipe {name!r}; configured: {known}") from exc
 
     def _search(
         self, tenant_id: str, analysis: QueryAnalysis, query_vector: list[float]
@@ -105,8 +136,11 @@ class RetrievalService:
         rows = self.store.candidate_rows(tenant_id, list(found), query_vector)
         return rows, found
 
-    def _candidates(self, rows: list[dict], found: dict[object, dict[str, float]]) -> list[Candidate]:
-        """Bands (S5): strong always, fading only when relevant, forgotten never."""
+    def _candidates(
+        self, rows: list[dict], found: dict[object, dict[str, float]], *, pinned: bool = False
+    ) -> list[Candidate]:
+        """Bands (S5): strong always, fading only when relevant, forgotten never (pinned
+        ``always_load`` memories are in context whatever their band)."""
         cfg, decay = self.settings.retrieval, self.settings.decay
         now = datetime.now(UTC)
         out = []
@@ -115,7 +149,7 @@ class RetrievalService:
             methods = found.get(row["id"], {})
             vector = max(float(row["vector_sim"]), 0.0)
             relevant = vector >= cfg.fading_relevance_floor or "text" in methods
-            if band is Band.forgotten or (band is not Band.strong and not relevant):
+            if not pinned and (band is Band.forgotten or (band is not Band.strong and not relevant)):
                 continue
             out.append(
                 Candidate(
@@ -123,6 +157,7 @@ class RetrievalService:
                     strength=float(row["strength"]),
                     hours_since_access=(now - row["last_accessed_at"]).total_seconds() / 3600.0,
                     importance=row["importance"],
+                    access_count=row["access_count"],
                     vector=vector,
                     text=methods.get("text", 0.0),
                     graph=methods.get("graph", 0.0),
@@ -148,59 +183,80 @@ class RetrievalService:
         return chosen
 
     @staticmethod
-    def _token_budget(chosen: list[Ranked], sources: dict, budget: int) -> tuple[list[ScoredMemory], list[str], int]:
-        """The best get their definition (L1) while the budget lasts; the rest are listed by label (L0)."""
-        memories: list[ScoredMemory] = []
-        index: list[str] = []
-        used = 0
-        for r in chosen:
+    def _token_budget(
+        chosen: list[Ranked], sources: dict, excerpts: dict, budget: int
+    ) -> tuple[list[ScoredMemory], list[str], int]:
+        """Tiers (S6.6): every chosen memory is first listed by label (L0); then, best first and
+        while the budget lasts, they are raised to L2 (definition plus source excerpts) or L1
+        (definition). What is left stays in the final L0 index."""
+        l0 = [estimate_tokens(r.candidate.payload["label"]) + 2 for r in chosen]
+        while chosen and sum(l0) > budget:
+            chosen, l0 = chosen[:-1], l0[:-1]
+        used = sum(l0)
+        tiers: list[str] = []
+        raising = True
+        for r, base in zip(chosen, l0, strict=True):
             row = r.candidate.payload
             l1 = estimate_tokens(f"{row['label']}: {row['definition']}") + 4
-            l0 = estimate_tokens(row["label"]) + 2
-            if used + l1 <= budget:
-                tier = "L1"
-                used += l1
-            elif used + l0 <= budget:
-                tier = "L0"
-                used += l0
-                index.append(row["label"])
+            l2 = l1 + sum(estimate_tokens(e) + 2 for e in excerpts.get(row["id"], []))
+            tier = "L0"
+            if raising and excerpts.get(row["id"]) and used - base + l2 <= budget:
+                tier, used = "L2", used - base + l2
+            elif raising and used - base + l1 <= budget:
+                tier, used = "L1", used - base + l1
             else:
-                break
-            memories.append(
-                ScoredMemory(
-                    id=row["id"],
-                    label=row["label"],
-                    definition=row["definition"] if tier == "L1" else "",
-                    type=row["type"],
-                    importance=row["importance"],
-                    band=row["band"],
-                    tier_used=tier,
-                    source_ids=sources.get(row["id"], []),
-                    score=r.score,
-                )
-            )
+                raising = False  # the budget is spent: the rest stay in the index
+            tiers.append(tier)
+        memories = [
+            _scored(r, tier, sources, excerpts.get(r.candidate.id, []) if tier == "L2" else [])
+            for r, tier in zip(chosen, tiers, strict=True)
+        ]
+        index = [m.label for m in memories if m.tier_used == "L0"]
         return memories, index, used
 
 
+def _scored(r: Ranked, tier: str, sources: dict, excerpts: list[str] | None = None) -> ScoredMemory:
+    row = r.candidate.payload
+    return ScoredMemory(
+        id=row["id"],
+        label=row["label"],
+        definition=row["definition"] if tier != "L0" else "",
+        type=row["type"],
+        importance=row["importance"],
+        band=row["band"],
+        tier_used=tier,
+        source_ids=sources.get(row["id"], []),
+        excerpts=excerpts or [],
+        always_load=bool(row.get("always_load")),
+        score=r.score,
+    )
+
+
 def assemble(query: str, memories: list[ScoredMemory], index: list[str], fmt: str) -> str:
-    """Attention positioning: rules and preferences first, then by relevance, the L0 index last."""
+    """Attention positioning (S6.7): always_load memories, rules and standing preferences first,
+    then the rest by relevance, the L0 index last."""
     full = [m for m in memories if m.tier_used != "L0"]
-    first = [m for m in full if m.type in ("rule", "preference")]
+    first = [m for m in full if m.always_load or m.type in ("rule", "preference")]
     ordered = first + [m for m in full if m not in first]
     if fmt == "json":
         return json.dumps(
             {
-                "memories": [{"label": m.label, "type": m.type, "definition": m.definition} for m in ordered],
+                "memories": [
+                    {"label": m.label, "type": m.type, "definition": m.definition, "excerpts": m.excerpts}
+                    for m in ordered
+                ],
                 "index": index,
             }
         )
     if fmt == "plain":
-        lines = [f"{m.label} ({m.type}): {m.definition}" for m in ordered]
+        lines = [f"{m.label} ({m.type}): {m.definition}" + "".join(f" | {e}" for e in m.excerpts) for m in ordered]
         if index:
             lines.append("Also known: " + "; ".join(index))
         return "\n".join(lines)
     lines = ["## Relevant memory", ""]
-    lines += [f"- **{m.label}** ({m.type}): {m.definition}" for m in ordered]
+    for m in ordered:
+        lines.append(f"- **{m.label}** ({m.type}): {m.definition}")
+        lines += [f"  > {excerpt}" for excerpt in m.excerpts]
     if index:
         lines += ["", "## Also in memory", "", ", ".join(index)]
     return "\n".join(lines)

@@ -685,6 +685,43 @@ class MemoryStore:
                 {"tenant": tenant_id, "ids": list(ids), "q": Vector(list(query_vector))},
             ).fetchall()
 
+    def pinned_rows(self, tenant_id: str, query_vector: Sequence[float], *, limit: int = 20) -> list[dict]:
+        """The ``always_load`` memories (S10): in every context, first, whatever the query."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
+                           m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
+                    FROM memories m
+                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                    WHERE m.tenant_id = %(tenant)s AND m.always_load AND m.state = 'active' AND m.tier = 'hot'
+                    ORDER BY m.importance DESC, m.created_at
+                    LIMIT %(limit)s""",
+                {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit},
+            ).fetchall()
+
+    def excerpts_of(self, tenant_id: str, memory_ids: Sequence[UUID], *, per_memory: int, chars: int) -> dict:
+        """memory id → what its sources said beyond its own definition (the L2 tier), newest first."""
+        if not memory_ids or per_memory <= 0:
+            return {}
+        with self.db.tenant_tx(tenant_id) as conn:
+            rows = conn.execute(
+                """SELECT memory_id, excerpt FROM (
+                       SELECT i.memory_id, left(i.definition, %(chars)s) AS excerpt,
+                              row_number() OVER (PARTITION BY i.memory_id ORDER BY i.created_at DESC) AS n
+                       FROM memory_items i
+                       JOIN memories m ON m.tenant_id = i.tenant_id AND m.id = i.memory_id
+                       WHERE i.tenant_id = %(tenant)s AND i.memory_id = ANY(%(ids)b::uuid[])
+                         AND i.definition <> m.definition
+                   ) ranked
+                   WHERE n <= %(per)s""",
+                {"tenant": tenant_id, "ids": list(memory_ids), "chars": chars, "per": per_memory},
+            ).fetchall()
+        out: dict = {}
+        for row in rows:
+            out.setdefault(row["memory_id"], []).append(row["excerpt"])
+        return out
+
     def settle_vectors(self, tenant_id: str, *, limit: int) -> int:
         """Move up to ``limit`` fresh vectors into the ANN index; return how many moved."""
         with self.db.tenant_tx(tenant_id) as conn:

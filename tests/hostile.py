@@ -7,20 +7,27 @@ import os
 import random
 import zipfile
 
-from pypdf import PdfWriter
+from pypdf import PdfReader, PdfWriter
 
 
-def pdf_with_text(text: str) -> bytes:
-    """A minimal valid PDF with one page of Helvetica text (pypdf cannot write text itself)."""
-    content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+def pdf_with_pages(*pages: str) -> bytes:
+    """A hand-made PDF, one Helvetica text line per page, with a correct xref table."""
+    page_count = len(pages)
+    font_number = 3 + 2 * page_count
+    kids = " ".join(f"{3 + 2 * index} 0 R" for index in range(page_count))
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length " + str(len(content)).encode() + b" >>\nstream\n" + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {page_count} >>".encode(),
     ]
+    for index, text in enumerate(pages):
+        escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+        content = f"BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET".encode()
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * index} 0 R"
+            f" /Resources << /Font << /F1 {font_number} 0 R >> >> >>".encode()
+        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
@@ -35,21 +42,28 @@ def pdf_with_text(text: str) -> bytes:
     return out.getvalue()
 
 
-def encrypted_pdf() -> bytes:
-    writer = PdfWriter()
-    writer.add_blank_page(200, 200)
-    writer.encrypt(user_password="secret", algorithm="RC4-128")
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return buffer.getvalue()
+def encrypt(pdf: bytes, *, user_password: str, algorithm: str = "RC4-128") -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf)))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm=algorithm)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
 
 
 def blank_pdf() -> bytes:
     writer = PdfWriter()
     writer.add_blank_page(200, 200)
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return buffer.getvalue()
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def pdf_with_text(text: str) -> bytes:
+    return pdf_with_pages(text)
+
+
+def encrypted_pdf() -> bytes:
+    return encrypt(blank_pdf(), user_password="secret")
 
 
 def docx_zip_bomb(uncompressed_mb: int = 300) -> bytes:

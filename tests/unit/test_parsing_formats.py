@@ -14,60 +14,13 @@ import docx
 import pytest
 from contextos.errors import PayloadTooLarge, PermanentError, UnsupportedContent
 from contextos.parsing import ParseLimits, pack_sections, parse_document, split_sections
-from pypdf import PdfReader, PdfWriter
+
+from tests.hostile import blank_pdf, encrypt, pdf_with_pages
 
 MB = 1024 * 1024
 
 
 # -- builders ------------------------------------------------------------------------------------
-def pdf_with_pages(*pages: str) -> bytes:
-    """A hand-made PDF, one Helvetica text line per page, with a correct xref table."""
-    page_count = len(pages)
-    font_number = 3 + 2 * page_count
-    kids = " ".join(f"{3 + 2 * index} 0 R" for index in range(page_count))
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        f"<< /Type /Pages /Kids [{kids}] /Count {page_count} >>".encode(),
-    ]
-    for index, text in enumerate(pages):
-        escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-        content = f"BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET".encode()
-        objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * index} 0 R"
-            f" /Resources << /Font << /F1 {font_number} 0 R >> >> >>".encode()
-        )
-        objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(f"{number} 0 obj\n".encode() + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
-    for offset in offsets:
-        out.write(f"{offset:010d} 00000 n \n".encode())
-    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
-    return out.getvalue()
-
-
-def encrypt(pdf: bytes, *, user_password: str, algorithm: str = "RC4-128") -> bytes:
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf)))
-    writer.encrypt(user_password=user_password, owner_password="owner", algorithm=algorithm)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
-def blank_pdf() -> bytes:
-    writer = PdfWriter()
-    writer.add_blank_page(200, 200)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 def word_document() -> bytes:
     document = docx.Document()
     document.add_heading("Deployment guide", level=1)

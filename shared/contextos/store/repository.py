@@ -250,18 +250,7 @@ class MemoryStore:
                                 %(ats)s::timestamptz[])
                         AS i(norm_key, label, definition, type, importance, decay_rate, provenance, base_trust, at)
                     RETURNING m.id""",
-                {
-                    "tenant": tenant_id,
-                    "keys": [c.norm_key for c in candidates],
-                    "labels": [c.label for c in candidates],
-                    "defs": [c.definition for c in candidates],
-                    "types": [c.type for c in candidates],
-                    "imps": [c.importance for c in candidates],
-                    "rates": [c.decay_rate for c in candidates],
-                    "provs": [c.provenance.value for c in candidates],
-                    "trusts": [c.base_trust for c in candidates],
-                    "ats": times,
-                },
+                {"tenant": tenant_id, "ats": times, **_candidate_columns(candidates)},
             ).fetchall()
             ids = [r["id"] for r in rows]
             memory_rows = [
@@ -475,16 +464,9 @@ class MemoryStore:
             """,
             {
                 "tenant": tenant_id,
-                "keys": [c.norm_key for c in memories],
-                "labels": [c.label for c in memories],
-                "defs": [c.definition for c in memories],
-                "types": [c.type for c in memories],
-                "imps": [c.importance for c in memories],
-                "rates": [c.decay_rate for c in memories],
-                "provs": [c.provenance.value for c in memories],
-                "trusts": [c.base_trust for c in memories],
                 "inits": [initials(c.label) for c in memories],
                 "acrs": [",".join(acronyms(c.label)) for c in memories],
+                **_candidate_columns(memories),
             },
         ).fetchall()
 
@@ -840,6 +822,20 @@ class MemoryStore:
         if not row:
             raise NotFound(f"memory {memory_id} not found")
         return row
+
+
+def _candidate_columns(candidates: Sequence[MemoryCandidate]) -> dict[str, list]:
+    """The candidates as parallel arrays, for ``unnest`` inserts."""
+    return {
+        "keys": [c.norm_key for c in candidates],
+        "labels": [c.label for c in candidates],
+        "defs": [c.definition for c in candidates],
+        "types": [c.type for c in candidates],
+        "imps": [c.importance for c in candidates],
+        "rates": [c.decay_rate for c in candidates],
+        "provs": [c.provenance.value for c in candidates],
+        "trusts": [c.base_trust for c in candidates],
+    }
 
 
 def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[MemoryCandidate]:

@@ -581,8 +581,7 @@ class MemoryStore:
                            OR position(%(lower)s IN lower(m.definition)) > 0) AS label_match
                    FROM memories m, q
                    WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
-                     AND (m.search_tsv @@ q.phrase_q OR m.search_tsv @@ q.any_q
-                          OR position(%(lower)s IN lower(m.label)) > 0)
+                     AND m.search_tsv @@ (q.phrase_q || q.any_q)
                    ORDER BY label_match DESC, rank DESC
                    LIMIT %(k)s""",
                 {

@@ -59,3 +59,9 @@ def test_a_memory_found_by_several_methods_gets_the_bonus(memories):
     car = next(m for m in result.memories if m.label == "Automobile maintenance")
     assert {"vector", "text"} <= set(car.score.methods)
     assert car.score.bonus == pytest.approx(0.05 * (len(car.score.methods) - 1))
+
+
+@pytest.mark.parametrize("query", ["C. S. Lewis", "the U.S.", "J.K. Rowling", "a", "!!!", "x y z"])
+def test_queries_made_of_initials_or_punctuation_still_answer(memories, query):
+    result = container.retrieval().context(memories, ContextRequest(query=query, dry_run=True))
+    assert result.query == query

@@ -53,6 +53,12 @@ def build_app() -> APIGatewayRestResolver:
         details = [{"loc": list(e.get("loc", ())), "type": e.get("type"), "msg": e.get("msg")} for e in exc.errors()]
         return error_response(422, "validation_error", "the request does not match the schema", details)
 
+    @app.exception_handler(Exception)
+    def unexpected_error(exc: Exception) -> Response:
+        """A bug or an outage: logged with its trace, answered in the one error shape."""
+        logger.exception("unhandled error", extra={"error_type": type(exc).__name__})
+        return error_response(500, "internal_error", "something went wrong on our side; it has been logged")
+
     @app.not_found
     def not_found(_: Exception) -> Response:
         return error_response(404, "route_not_found", "no such route")

@@ -573,7 +573,7 @@ class MemoryStore:
             return conn.execute(
                 """WITH q AS (
                        SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
-                              to_tsquery('english', %(any_terms)s) AS any_q
+                              COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery) AS any_q
                    )
                    SELECT m.id,
                           2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q) AS rank,
@@ -588,7 +588,7 @@ class MemoryStore:
                     "tenant": tenant_id,
                     "phrase": phrase,
                     "lower": phrase.lower(),
-                    "any_terms": " | ".join(_tsquery_words(terms)) or "''",
+                    "any_terms": " | ".join(_tsquery_words(terms)) or None,
                     "k": k,
                 },
             ).fetchall()

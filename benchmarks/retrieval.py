@@ -1,0 +1,1206 @@
+"""Retrieval latency (S6, S14): the full read path at 10k and 100k memories beside raw pgvector.
+
+One run, one fresh embedded PostgreSQL in a temp dir (nothing touches ``.contextos/``):
+
+1. a vocabulary-driven corpus (systems, components, aspects, teams; labels of 2-4 words,
+   definitions of 1-2 templated sentences) in documents of ~20 memories, with ``memory_items``
+   pointing at the documents (implicit shared-source edges) and explicit ``related`` edges within
+   and across documents;
+2. embeddings: a pool of distinct "prototype" texts is embedded once with the local MiniLM; every
+   memory's vector is a normalized noisy mix of its prototype's vector and another prototype of
+   its document (embedding-like geometry without embedding 110k texts);
+3. phase A: the 10k tenant alone in the database (HNSW built over it) — the scaling baseline;
+   phase B: the 100k tenant loaded beside it, HNSW rebuilt over all 110k rows; the 100k tenant is
+   measured, and the 10k tenant again ("a small tenant beside a large one");
+4. per size: warm-up, then the full pipeline ``RetrievalService.context(dry_run=True,
+   query_vector=v)`` (the query embedding excluded), the raw pgvector HNSW top-20 on the same
+   data and queries, and a per-stage profile (each store call timed directly, same inputs);
+5. the row-level-security question: the text search at 100k as ``contextos_app`` (how ContextOS
+   runs), as the owner (no RLS), rewritten, and through a SECURITY DEFINER function, with
+   EXPLAIN ANALYZE plans.
+
+Run: ``.venv/bin/python benchmarks/retrieval.py`` (about 5 minutes on 2 cores; ``--large 20000``
+for a quick look). Figures go to ``benchmarks/reports/retrieval.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import re
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psycopg
+from contextos.config import Settings
+from contextos.decay import decay_rate
+from contextos.lsh import band_keys
+from contextos.models import ContextRequest
+from contextos.normalization import initials, norm_key
+from contextos.observability import metrics
+from contextos.query_analysis import analyze
+from contextos.services.retrieval import RetrievalService
+from contextos.store.db import APP_ROLE, Database
+from contextos.store.dialect import get_dialect
+from contextos.store.embedded import embedded_database_url
+from contextos.store.migrate import migrate
+from contextos.store.repository import MemoryStore, _tsquery_words
+from pgvector.psycopg import register_vector
+
+from benchmarks.report import write_report
+
+DIM = 384
+SMALL_TENANT = "bench-10k"
+LARGE_TENANT = "bench-100k"
+
+# -- vocabulary ---------------------------------------------------------------------------------
+SYSTEMS = (
+    "Atlas Nimbus Orion Helix Quartz Beacon Cobalt Falcon Juniper Kestrel Lumen Meridian Nova Onyx "
+    "Pioneer Redwood Sierra Tundra Vega Zephyr Apollo Borealis Cascade Ember Fjord Granite Harbor Iris "
+    "Jasper Lantern Magnolia Nebula Obsidian Polaris Raven Saffron Tempest Umber Willow Yarrow"
+).split()
+COMPONENTS = [
+    "read replica",
+    "write cache",
+    "job queue",
+    "cron scheduler",
+    "api gateway",
+    "payment ledger",
+    "search index",
+    "webhook dispatcher",
+    "billing job",
+    "invoice renderer",
+    "session store",
+    "feature flag service",
+    "event bus",
+    "audit log",
+    "object store",
+    "image resizer",
+    "email sender",
+    "sms relay",
+    "rate limiter",
+    "load balancer",
+    "dns resolver",
+    "certificate manager",
+    "secrets vault",
+    "config service",
+    "metrics pipeline",
+    "log shipper",
+    "trace collector",
+    "alert router",
+    "pager rotation",
+    "deploy pipeline",
+    "build cache",
+    "artifact registry",
+    "container registry",
+    "kubernetes cluster",
+    "node pool",
+    "autoscaler",
+    "service mesh",
+    "sidecar proxy",
+    "connection pool",
+    "database primary",
+    "analytics warehouse",
+    "etl job",
+    "stream processor",
+    "kafka topic",
+    "consumer group",
+    "dead letter queue",
+    "retry worker",
+    "outbox table",
+    "cdc connector",
+    "schema registry",
+    "graphql layer",
+    "mobile backend",
+    "push notifier",
+    "recommendation model",
+    "ranking service",
+    "embedding service",
+    "vector index",
+    "fraud detector",
+    "risk engine",
+    "tax calculator",
+    "currency converter",
+    "pricing engine",
+    "checkout flow",
+    "cart service",
+    "inventory sync",
+    "shipping estimator",
+    "order router",
+    "refund processor",
+    "ledger reconciler",
+    "identity provider",
+    "oauth server",
+    "token signer",
+    "password reset flow",
+    "mfa service",
+    "permission checker",
+    "tenant router",
+    "usage meter",
+    "quota enforcer",
+    "backup job",
+    "snapshot scheduler",
+    "archive bucket",
+    "cdn edge",
+    "static site",
+    "admin console",
+    "support inbox",
+    "chat widget",
+    "survey service",
+    "experiment platform",
+    "data catalog",
+    "lineage tracker",
+    "privacy scrubber",
+    "consent store",
+    "geo index",
+    "map tiles",
+    "translation service",
+    "spell checker",
+    "document parser",
+    "ocr worker",
+    "pdf exporter",
+    "report builder",
+    "dashboard service",
+    "notebook server",
+    "gpu scheduler",
+    "training job",
+]
+ASPECTS = [
+    "latency",
+    "timeout",
+    "retry policy",
+    "rate limit",
+    "schema",
+    "migration",
+    "alert",
+    "dashboard",
+    "runbook",
+    "quota",
+    "backfill",
+    "rollout",
+    "owner",
+    "budget",
+    "threshold",
+    "failover",
+    "encryption",
+    "retention",
+    "audit trail",
+    "capacity plan",
+    "sla",
+    "error budget",
+    "on-call handoff",
+    "cost report",
+    "access policy",
+    "version pin",
+    "dependency",
+    "health check",
+    "circuit breaker",
+    "cache ttl",
+    "batch size",
+    "concurrency limit",
+    "memory limit",
+    "disk usage",
+    "cold start",
+    "warm pool",
+    "region pinning",
+    "replication lag",
+    "consistency model",
+    "idempotency key",
+    "naming convention",
+    "test coverage",
+    "load test",
+    "chaos drill",
+    "incident review",
+    "deprecation plan",
+    "sunset date",
+    "billing code",
+    "log level",
+    "sampling rate",
+    "trace context",
+    "api contract",
+    "pagination",
+]
+MODIFIERS = (
+    "nightly regional primary secondary legacy shared internal async batch streaming cold hot canary "
+    "weekly hourly global staging production fallback experimental standby sandbox partner enterprise "
+    "free-tier premium eu us apac blue green"
+).split()
+TEAMS = (
+    "platform payments growth data security mobile search infra support ml billing identity "
+    "checkout analytics reliability frontend"
+).split()
+REGIONS = ["eu-west-1", "us-east-1", "us-west-2", "ap-southeast-2", "eu-central-1", "ca-central-1"]
+CONDITIONS = [
+    "traffic doubles during the monthly billing run",
+    "a node is drained for maintenance",
+    "the primary fails over to the standby",
+    "a deploy overlaps with the nightly backfill",
+    "the upstream provider throttles requests",
+    "a tenant uploads very large files",
+    "clock skew exceeds two seconds",
+    "the connection pool is exhausted",
+    "a schema change is half applied",
+    "the cache is cold after a restart",
+    "retries pile up behind a slow dependency",
+    "certificates rotate while requests are in flight",
+    "the consumer group rebalances",
+]
+REASONS = [
+    "the old setup caused two incidents last quarter",
+    "it halves the monthly cost",
+    "customers in the EU need data residency",
+    "the vendor is ending support next year",
+    "p95 latency was above the SLA",
+    "on-call load was too high",
+    "it simplifies the audit",
+    "the team could not reproduce failures locally",
+    "it removes a single point of failure",
+]
+FIXES = [
+    "raise the timeout and add jitter to retries",
+    "drain the queue before the deploy",
+    "pin the client library to the previous version",
+    "scale the node pool ahead of the run",
+    "switch reads to the replica",
+    "invalidate the cache by prefix",
+    "replay the dead letter queue",
+    "rotate the credentials and restart the workers",
+    "lower the batch size",
+    "enable the circuit breaker",
+]
+VERBS = ["protects", "feeds", "throttles", "replicates", "validates", "schedules", "routes", "encrypts", "caches"]
+TYPES = ["fact"] * 5 + ["decision"] * 2 + ["problem"] * 2 + ["entity", "rule", "preference", "event", "task"]
+
+
+@dataclass
+class Prototype:
+    system: str
+    component: str
+    aspect: str
+    team: str
+
+    def text(self) -> str:
+        return (
+            f"{self.system} {self.component} {self.aspect}: the {self.component} {self.aspect} of {self.system},"
+            f" owned by the {self.team} team."
+        )
+
+
+@dataclass
+class Corpus:
+    tenant: str
+    labels: list[str] = field(default_factory=list)
+    definitions: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    importance: list[int] = field(default_factory=list)
+    protos: list[int] = field(default_factory=list)
+    mix: list[int] = field(default_factory=list)  # a second prototype of the same document
+    doc_of: list[int] = field(default_factory=list)
+    extra_doc: dict[int, int] = field(default_factory=dict)  # a few memories taught by two documents
+    doc_names: list[str] = field(default_factory=list)
+    edges: set[tuple[int, int]] = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def prototypes(n: int, rng: random.Random) -> list[Prototype]:
+    seen: set[tuple[str, str, str]] = set()
+    out: list[Prototype] = []
+    while len(out) < n:
+        key = (rng.choice(SYSTEMS), rng.choice(COMPONENTS), rng.choice(ASPECTS))
+        if key not in seen:
+            seen.add(key)
+            out.append(Prototype(*key, team=rng.choice(TEAMS)))
+    return out
+
+
+def memory_text(p: Prototype, kind: str, rng: random.Random) -> tuple[str, str]:
+    """A label of 2-4 words and a definition of 1-2 sentences about one prototype."""
+    mod = rng.choice(MODIFIERS)
+    label = rng.choice(
+        [
+            f"{p.component} {p.aspect}",
+            f"{mod} {p.component} {p.aspect}",
+            f"{p.system} {p.component} {p.aspect}",
+            f"{p.system} {p.aspect}",
+            f"{mod} {p.component}",
+            f"{p.system} {mod} {p.aspect}",
+        ]
+    )
+    cond, reason, fix, region = rng.choice(CONDITIONS), rng.choice(REASONS), rng.choice(FIXES), rng.choice(REGIONS)
+    n = rng.choice([2, 5, 15, 30, 90, 250, 500, 1000])
+    definition = {
+        "fact": f"The {mod} {p.component} {rng.choice(VERBS)} the {p.aspect} for {p.system} in {region}."
+        f" It is owned by the {p.team} team and reviewed every {n} days.",
+        "decision": f"We decided to change the {p.aspect} of the {p.component} in {p.system} because {reason}.",
+        "problem": f"The {p.system} {p.component} breaks its {p.aspect} when {cond}; the workaround is to {fix}.",
+        "entity": f"{p.system} is the {p.team} team's {p.component}; it owns the {mod} {p.aspect} in {region}.",
+        "rule": f"Always check the {p.aspect} of the {p.component} before {cond.split(' ', 1)[1]}.",
+        "preference": f"The {p.team} team prefers a {mod} {p.component} with a {p.aspect} of {n} ms over the default.",
+        "event": f"On day {n} the {p.system} {p.component} missed its {p.aspect} when {cond}.",
+        "task": f"Set up the {p.aspect} for the {mod} {p.component} in {p.system} so that {p.team} can {fix}.",
+    }[kind]
+    return label, definition
+
+
+def build_corpus(tenant: str, n: int, protos: list[Prototype], generic: list[str], seed: int) -> Corpus:
+    """``n`` memories in documents of 15-25, each document about one system; unique norm keys."""
+    rng = random.Random(seed)
+    by_system: dict[str, list[int]] = {}
+    for i, p in enumerate(protos):
+        by_system.setdefault(p.system, []).append(i)
+    corpus = Corpus(tenant)
+    keys: set[str] = set()
+    by_component: dict[str, list[int]] = {}
+    doc = 0
+    while len(corpus) < n:
+        system = rng.choice(SYSTEMS)
+        pool = by_system[system]
+        size = min(rng.randint(15, 25), n - len(corpus))
+        doc_protos = rng.sample(pool, min(len(pool), max(3, size // 3)))  # a document keeps to a few topics
+        corpus.doc_names.append(f"{system.lower()}-{protos[doc_protos[0]].component.replace(' ', '-')}-{doc}.md")
+        members: list[int] = []
+        while len(members) < size:
+            proto = rng.choice(doc_protos)
+            kind = rng.choice(TYPES)
+            label, definition = memory_text(protos[proto], kind, rng)
+            key = norm_key(label, generic)
+            if key in keys:
+                label = f"{label} {rng.choice(MODIFIERS)}"
+                key = norm_key(label, generic)
+                if key in keys:
+                    continue
+            keys.add(key)
+            i = len(corpus)
+            corpus.labels.append(label)
+            corpus.definitions.append(definition)
+            corpus.types.append(kind)
+            corpus.importance.append(min(10, max(1, int(rng.gauss(5.5, 2)))))
+            corpus.protos.append(proto)
+            corpus.mix.append(rng.choice(doc_protos))
+            corpus.doc_of.append(doc)
+            members.append(i)
+            by_component.setdefault(protos[proto].component, []).append(i)
+        for j, i in enumerate(members):  # related edges: a chain, a random sibling, a cross-document link
+            if j:
+                corpus.edges.add((i, members[j - 1]))
+            if rng.random() < 0.5:
+                other = rng.choice(members)
+                if other != i:
+                    corpus.edges.add((i, other))
+        doc += 1
+    for i in range(len(corpus)):
+        if rng.random() < 0.5:
+            same = by_component[protos[corpus.protos[i]].component]
+            other = same[rng.randrange(len(same))]
+            if other != i and corpus.doc_of[other] != corpus.doc_of[i]:
+                corpus.edges.add((i, other))
+        if rng.random() < 0.05:
+            corpus.extra_doc[i] = rng.randrange(doc)
+    return corpus
+
+
+def corpus_vectors(corpus: Corpus, pool: np.ndarray, seed: int) -> np.ndarray:
+    """Unit vectors: own prototype + 0.35 x a document sibling prototype + isotropic noise (norm 0.45)."""
+    rng = np.random.default_rng(seed)
+    base = pool[np.asarray(corpus.protos)] + 0.35 * pool[np.asarray(corpus.mix)]
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    noise = rng.standard_normal(base.shape).astype(np.float32)
+    noise *= 0.45 / np.linalg.norm(noise, axis=1, keepdims=True)
+    v = base + noise
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def make_queries(corpus: Corpus, protos: list[Prototype], n: int, seed: int) -> list[str]:
+    """Paraphrases and fragments of the tenant's memories, as an agent would ask."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        i = rng.randrange(len(corpus))
+        p = protos[corpus.protos[i]]
+        words = corpus.definitions[i].rstrip(".").split()
+        start = rng.randrange(max(1, len(words) - 6))
+        out.append(
+            rng.choice(
+                [
+                    f"what did we decide about the {p.component} {p.aspect} in {p.system}?",
+                    f"how does {p.system} handle {p.aspect}?",
+                    f"why is the {corpus.labels[i]} failing with errors",
+                    f"{p.team} team notes on the {p.component} {p.aspect}",
+                    corpus.labels[i],
+                    " ".join(words[start : start + rng.randint(4, 8)]),
+                    f"remember the {p.component} issue when {rng.choice(CONDITIONS)}",
+                    f"ideas to improve the {p.aspect} of our {p.component}",
+                ]
+            )
+        )
+    return out
+
+
+# -- loading ------------------------------------------------------------------------------------
+def load(url: str, corpus: Corpus, vectors: np.ndarray, settings: Settings, seed: int) -> dict:
+    """Binary COPY of documents, memories, vectors (indexed), bands, items and edges; no index build."""
+    rng = np.random.default_rng(seed)
+    now = datetime.now(UTC)
+    tenant = corpus.tenant
+    ids = [uuid.uuid4() for _ in range(len(corpus))]
+    doc_ids = [uuid.uuid4() for _ in corpus.doc_names]
+    # last touched within the past two weeks, most in the last days: a mix of strong and fading bands
+    ages = np.minimum(rng.exponential(1.5, len(corpus)), 14.0)
+    started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        # the ANN index goes before the load (one HNSW insert per row costs milliseconds) and is rebuilt after
+        conn.execute("DROP INDEX IF EXISTS memory_vectors_hnsw")
+        conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant])
+        with conn.cursor().copy(
+            "COPY documents (tenant_id, id, content_hash, filename, content_type, source_type, provenance,"
+            " size_bytes, status) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "uuid", "text", "text", "text", "text", "text", "int8", "text"])
+            for doc_id, name in zip(doc_ids, corpus.doc_names, strict=True):
+                digest = hashlib.sha256(f"{tenant}/{name}".encode()).hexdigest()
+                copy.write_row([tenant, doc_id, digest, name, "text/markdown", "markdown", "user_upload", 4096, "done"])
+        with conn.cursor().copy(
+            "COPY memories (tenant_id, id, norm_key, label, definition, type, importance, decay_rate, provenance,"
+            " base_trust, initials, strength_anchor_at, last_accessed_at, created_at, updated_at, valid_from,"
+            " recorded_at, always_load) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(
+                ["text", "uuid", "text", "text", "text", "text", "int2", "float8", "text", "float4", "text"]
+                + ["timestamptz"] * 6
+                + ["bool"]
+            )
+            pinned = set([i for i, kind in enumerate(corpus.types) if kind == "rule"][:5])  # a few always_load rules
+            generic = settings.extraction.generic_modifiers
+            for i, memory_id in enumerate(ids):
+                at = now - timedelta(days=float(ages[i]))
+                label = corpus.labels[i]
+                copy.write_row(
+                    [
+                        tenant,
+                        memory_id,
+                        norm_key(label, generic),
+                        label,
+                        corpus.definitions[i],
+                        corpus.types[i],
+                        corpus.importance[i],
+                        decay_rate(corpus.importance[i], corpus.types[i], settings.decay),
+                        "user_upload",
+                        0.9,
+                        initials(label),
+                        *([at] * 6),
+                        i in pinned,
+                    ]
+                )
+        band_rows = band_keys(vectors)
+        with conn.cursor().copy(
+            "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed)"
+            " FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "uuid", "text", "vector", "text", "bool"])
+            for memory_id, kind, vector in zip(ids, corpus.types, vectors, strict=True):
+                copy.write_row([tenant, memory_id, kind, vector, "bench", True])
+        with conn.cursor().copy(
+            "COPY memory_vector_bands (tenant_id, band_key, memory_id) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "int4", "uuid"])
+            for memory_id, keys in zip(ids, band_rows, strict=True):
+                for key in keys:
+                    copy.write_row([tenant, key, memory_id])
+        with conn.cursor().copy(
+            "COPY memory_items (tenant_id, memory_id, document_id, label, definition, importance)"
+            " FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "uuid", "uuid", "text", "text", "int2"])
+            items = [(i, corpus.doc_of[i]) for i in range(len(corpus))] + list(corpus.extra_doc.items())
+            for i, d in items:
+                copy.write_row(
+                    [tenant, ids[i], doc_ids[d], corpus.labels[i], corpus.definitions[i], corpus.importance[i]]
+                )
+        with conn.cursor().copy(
+            "COPY relationships (tenant_id, src_id, dst_id, type, weight) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "uuid", "uuid", "text", "float8"])
+            for src, dst in sorted(corpus.edges):
+                copy.write_row([tenant, ids[src], ids[dst], "related", settings.merge.related_edge_weight])
+        conn.execute("UPDATE tenants SET hot_memories = %s WHERE tenant_id = %s", [len(corpus), tenant])
+    return {
+        "memories": len(corpus),
+        "documents": len(doc_ids),
+        "items": len(corpus) + len(corpus.extra_doc),
+        "edges": len(corpus.edges),
+        "load_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def build_index(url: str) -> float:
+    """Rebuild the partial HNSW index over every tenant's indexed vectors, then ANALYZE."""
+    started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP INDEX IF EXISTS memory_vectors_hnsw")
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(
+            "CREATE INDEX memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
+            " WITH (m = 16, ef_construction = 64) WHERE searchable AND indexed"
+        )
+        conn.execute("VACUUM ANALYZE")
+    return time.perf_counter() - started
+
+
+# -- measuring ----------------------------------------------------------------------------------
+def pct(values: Sequence[float]) -> dict:
+    a = np.asarray(values, dtype=float)
+    return {
+        "p50": round(float(np.percentile(a, 50)), 2),
+        "p95": round(float(np.percentile(a, 95)), 2),
+        "mean": round(float(a.mean()), 2),
+    }
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    started = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - started) * 1000.0, out
+
+
+def pipeline_latency(service: RetrievalService, tenant: str, queries: list[str], vectors: np.ndarray, warmup: int):
+    for q, v in zip(queries[:warmup], vectors[:warmup], strict=True):
+        service.context(tenant, ContextRequest(query=q, dry_run=True), query_vector=v.tolist())
+    metrics.clear_metrics()
+    times, returned = [], []
+    for q, v in zip(queries, vectors, strict=True):
+        ms, result = timed(
+            lambda q=q, v=v: service.context(tenant, ContextRequest(query=q, dry_run=True), query_vector=v.tolist())
+        )
+        times.append(ms)
+        returned.append(len(result.memories))
+        metrics.clear_metrics()  # Powertools flushes to stdout every 100 metrics: keep that out of the timing
+    return times, returned
+
+
+RAW_HNSW = (
+    "SELECT memory_id FROM memory_vectors WHERE tenant_id = %s AND searchable AND indexed"
+    " ORDER BY embedding <=> %s LIMIT 20"
+)
+
+
+def raw_hnsw(
+    url: str, tenant: str, vectors: np.ndarray, ef_search: int, warmup: int
+) -> tuple[list[float], list[int], str]:
+    """The bare pgvector top-20 (as the owner, one connection, no RLS): the floor under the pipeline."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+        for v in vectors[:warmup]:
+            conn.execute(RAW_HNSW, [tenant, v]).fetchall()
+        times, counts = [], []
+        for v in vectors:
+            ms, rows = timed(lambda v=v: conn.execute(RAW_HNSW, [tenant, v]).fetchall())
+            times.append(ms)
+            counts.append(len(rows))
+        plan = "\n".join(
+            r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + RAW_HNSW, [tenant, vectors[0]]).fetchall()
+        )
+    return times, counts, plan
+
+
+class TimingStore:
+    """Stands in for the ``MemoryStore`` inside a ``RetrievalService``: every store call the pipeline
+    makes is passed through, timed (start and end, so the overlap of the threaded searches shows)
+    and recorded with its arguments, so each one can be replayed on its own with the same inputs."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self.calls: list[tuple[str, tuple, dict, float, float]] = []
+
+    def __getattr__(self, name: str):
+        target = getattr(self._store, name)
+        if not callable(target):
+            return target
+
+        def call(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return target(*args, **kwargs)
+            finally:
+                ended = time.perf_counter()
+                with self._lock:
+                    self.calls.append((name, args, kwargs, started, ended))
+
+        return call
+
+
+PARALLEL = ("vector_search", "text_search")  # what RetrievalService._search runs in threads
+
+
+def stage_profile(settings: Settings, store: MemoryStore, tenant: str, queries: list[str], vectors: np.ndarray) -> dict:
+    """Where the time goes. Each query runs through the real pipeline with a ``TimingStore``:
+
+    - ``in_pipeline``: each store call as timed inside the pipeline (vector and text overlap in
+      threads; ``parallel_searches`` is the wall time of that overlapped section), and ``python``:
+      the rest of the pipeline's wall time (query analysis, thread pool, scoring, budgets, assembly);
+    - ``isolated``: every recorded store call replayed alone, sequentially, with the same arguments.
+    """
+    proxy = TimingStore(store)
+    service = RetrievalService(settings=settings, store=proxy, embedder=None)  # type: ignore[arg-type]
+    inside: dict[str, list[float]] = {}
+    alone: dict[str, list[float]] = {}
+    text_each_inside: list[float] = []
+    text_each_alone: list[float] = []
+    counts: dict[str, list[int]] = {"text_searches": [], "graph_rows": [], "candidate_rows": []}
+    for q, vec in zip(queries, vectors, strict=True):
+        proxy.calls.clear()
+        total, _ = timed(
+            lambda q=q, vec=vec: service.context(
+                tenant, ContextRequest(query=q, dry_run=True), query_vector=vec.tolist()
+            )
+        )
+        calls = list(proxy.calls)
+        metrics.clear_metrics()
+        per: dict[str, float] = {}
+        for name, _a, _k, s, e in calls:
+            per[name] = per.get(name, 0.0) + (e - s) * 1000.0
+            if name == "text_search":
+                text_each_inside.append((e - s) * 1000.0)
+        par = [c for c in calls if c[0] in PARALLEL]
+        parallel_ms = (max(c[4] for c in par) - min(c[3] for c in par)) * 1000.0 if par else 0.0
+        sequential_ms = sum(v for k, v in per.items() if k not in PARALLEL)
+        for name, v in per.items():
+            inside.setdefault(name, []).append(v)
+        inside.setdefault("parallel_searches", []).append(parallel_ms)
+        inside.setdefault("python", []).append(max(total - parallel_ms - sequential_ms, 0.0))
+        inside.setdefault("total", []).append(total)
+        replay: dict[str, float] = {}
+        for name, args, kwargs, _s, _e in calls:
+            ms, rows = timed(lambda name=name, args=args, kwargs=kwargs: getattr(store, name)(*args, **kwargs))
+            replay[name] = replay.get(name, 0.0) + ms
+            if name == "text_search":
+                text_each_alone.append(ms)
+            if name == "graph_expand":
+                counts["graph_rows"].append(len(rows))
+            if name == "candidate_rows":
+                counts["candidate_rows"].append(len(rows))
+        for name, v in replay.items():
+            alone.setdefault(name, []).append(v)
+        counts["text_searches"].append(sum(1 for c in calls if c[0] == "text_search"))
+    n = len(queries)
+    # a store method a query did not call counts as 0 ms for that query
+    fill = lambda d: {k: pct(v + [0.0] * (n - len(v))) for k, v in d.items()}  # noqa: E731
+    return {
+        "in_pipeline": fill(inside) | {"text_search_each": pct(text_each_inside)},
+        "isolated": fill(alone) | {"text_search_each": pct(text_each_alone)},
+        "mean_counts": {k: round(float(np.mean(v)), 1) if v else 0.0 for k, v in counts.items()},
+    }
+
+
+# -- the row-level-security question ------------------------------------------------------------
+DEFINER_FUNCTION = """
+CREATE OR REPLACE FUNCTION contextos_text_search(phrase text, any_terms text, k integer)
+RETURNS TABLE (id uuid, rank real, label_match boolean)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $fn$
+    WITH q AS (
+        SELECT websearch_to_tsquery('english', phrase) AS phrase_q,
+               COALESCE(to_tsquery('english', any_terms), ''::tsquery) AS any_q,
+               lower(phrase) AS lower_phrase
+    )
+    SELECT m.id,
+           (2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q))::real,
+           (position(q.lower_phrase IN lower(m.label)) > 0
+            OR position(q.lower_phrase IN lower(m.definition)) > 0)
+    FROM memories m, q
+    -- the tenant comes from the transaction setting, never from an argument: this is the RLS
+    -- policy's own predicate, applied here because the owner's rights bypass the policy
+    WHERE m.tenant_id = NULLIF(current_setting('app.tenant_id', true), '')
+      AND m.tier = 'hot' AND m.state = 'active'
+      AND m.search_tsv @@ (q.phrase_q || q.any_q)
+    ORDER BY 3 DESC, 2 DESC
+    LIMIT k
+$fn$;
+REVOKE ALL ON FUNCTION contextos_text_search(text, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION contextos_text_search(text, text, integer) TO contextos_app;
+"""
+MATCH_COUNT_SQL = """SELECT count(*) FROM memories m
+WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
+  AND m.search_tsv @@ (websearch_to_tsquery('english', %(phrase)s)
+                       || COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery))"""
+# The definer function's body with its arguments as parameters, to EXPLAIN it as its owner plans it.
+DEFINER_BODY_SQL = """WITH q AS (
+    SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
+           COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery) AS any_q,
+           lower(%(phrase)s) AS lower_phrase
+)
+SELECT m.id,
+       (2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q))::real,
+       (position(q.lower_phrase IN lower(m.label)) > 0 OR position(q.lower_phrase IN lower(m.definition)) > 0)
+FROM memories m, q
+WHERE m.tenant_id = NULLIF(current_setting('app.tenant_id', true), '')
+  AND m.tier = 'hot' AND m.state = 'active'
+  AND m.search_tsv @@ (q.phrase_q || q.any_q)
+ORDER BY 3 DESC, 2 DESC
+LIMIT %(k)s"""
+# The same function with the ranked set bounded: at most `cap` rows matching the whole phrase (AND)
+# and `cap` matching any of its words (OR of prefixes) are ranked, instead of every match.
+CAPPED_FUNCTION = """
+CREATE OR REPLACE FUNCTION contextos_text_search_capped(phrase text, any_terms text, k integer, cap integer)
+RETURNS TABLE (id uuid, rank real, label_match boolean)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $fn$
+    WITH q AS (
+        SELECT websearch_to_tsquery('english', phrase) AS phrase_q,
+               COALESCE(to_tsquery('english', any_terms), ''::tsquery) AS any_q,
+               lower(phrase) AS lower_phrase,
+               NULLIF(current_setting('app.tenant_id', true), '') AS tenant
+    ),
+    hits AS MATERIALIZED (
+        (SELECT m.id, m.label, m.definition, m.search_tsv FROM memories m, q
+         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state = 'active' AND m.search_tsv @@ q.phrase_q
+         LIMIT cap)
+        UNION
+        (SELECT m.id, m.label, m.definition, m.search_tsv FROM memories m, q
+         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state = 'active' AND m.search_tsv @@ q.any_q
+         LIMIT cap)
+    )
+    SELECT h.id,
+           (2.0 * ts_rank_cd(h.search_tsv, q.phrase_q) + ts_rank(h.search_tsv, q.any_q))::real,
+           (position(q.lower_phrase IN lower(h.label)) > 0 OR position(q.lower_phrase IN lower(h.definition)) > 0)
+    FROM hits h, q
+    ORDER BY 3 DESC, 2 DESC
+    LIMIT k
+$fn$;
+REVOKE ALL ON FUNCTION contextos_text_search_capped(text, text, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION contextos_text_search_capped(text, text, integer, integer) TO contextos_app;
+"""
+CAPPED_CALL = "SELECT * FROM contextos_text_search_capped(%(phrase)s, %(any_terms)s, %(k)s, 500)"
+DEFINER_CALL = "SELECT * FROM contextos_text_search(%(phrase)s, %(any_terms)s, %(k)s)"
+
+
+def text_params(tenant: str, terms: list[str], k: int) -> dict:
+    phrase = terms[0]
+    return {
+        "tenant": tenant,
+        "phrase": phrase,
+        "lower": phrase.lower(),
+        "any_terms": " | ".join(_tsquery_words(terms)) or None,
+        "k": k,
+    }
+
+
+def run_as(url: str, *, app: bool, tenant: str) -> psycopg.Connection:
+    conn = psycopg.connect(url, autocommit=True)
+    if app:
+        conn.execute(f"SET ROLE {APP_ROLE}")
+        conn.execute("SELECT set_config('app.tenant_id', %s, false)", [tenant])  # session-wide for the bench
+    return conn
+
+
+class OwnerDatabase(Database):
+    """The same pool without ``SET ROLE contextos_app``: the table owner (a superuser here), whom
+    row-level security does not apply to. Only for measuring what RLS costs."""
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection) -> None:
+        register_vector(conn)
+
+
+def text_variants(url: str, db: Database, settings: Settings, tenant: str, queries: list[str], limit: int) -> dict:
+    """Every text search of the queries (the store's own SQL) as the app role and as the owner, and the
+    proposed SECURITY DEFINER functions as the app role; EXPLAIN ANALYZE plans for a median phrase."""
+    k = settings.retrieval.text_k
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(DEFINER_FUNCTION)
+        conn.execute(CAPPED_FUNCTION)
+    owner_db = OwnerDatabase(url, get_dialect("postgres"), max_size=2)
+    app_store = MemoryStore(db, settings.decay, settings.merge)
+    owner_store = MemoryStore(owner_db, settings.decay, settings.merge)
+    terms = [a.terms(p) for a in map(analyze, queries) for p in a.phrases][:limit]
+
+    def via_function(sql: str) -> Callable[[list[str]], list]:
+        def run(t: list[str]) -> list:
+            with db.tenant_tx(tenant) as conn:
+                return conn.execute(sql, text_params(tenant, t, k)).fetchall()
+
+        return run
+
+    variants: dict[str, Callable[[list[str]], list]] = {
+        "app_role_store_sql": lambda t: app_store.text_search(tenant, t, k=k),
+        "owner_store_sql": lambda t: owner_store.text_search(tenant, t, k=k),
+        "app_role_security_definer_fn": via_function(DEFINER_CALL),
+        "app_role_security_definer_capped_500": via_function(CAPPED_CALL),
+    }
+    out: dict = {"phrases_timed": len(terms)}
+    results: dict[str, list[list]] = {}
+    timings: dict[str, list[float]] = {}
+    for name, run in variants.items():
+        for t in terms[:20]:
+            run(t)
+        times, answers = [], []
+        for t in terms:
+            ms, rows = timed(lambda t=t, run=run: run(t))
+            times.append(ms)
+            answers.append([(r["id"], round(float(r["rank"]), 4), bool(r["label_match"])) for r in rows])
+        results[name], timings[name] = answers, times
+        out[name] = pct(times)
+    # what the cost follows: how many rows each phrase's tsqueries match (all of them are ranked)
+    with owner_db.tenant_tx(tenant) as conn:
+        matched = [conn.execute(MATCH_COUNT_SQL, text_params(tenant, t, k)).fetchone()["count"] for t in terms]
+    out["matched_rows_per_phrase"] = pct(matched)
+    for name in variants:
+        if len(set(matched)) > 1:
+            out[f"corr_time_vs_matched_{name}"] = round(float(np.corrcoef(matched, timings[name])[0, 1]), 3)
+    # do the other shapes answer the same? Many rows tie on (label_match, rank) at the LIMIT, and which
+    # of the tied ids come back is arbitrary, so compare the sorted (label_match, rank) lists per phrase.
+    base = results["app_role_store_sql"]
+    for name in variants:
+        if name == "app_role_store_sql":
+            continue
+        same_scores = sum(
+            sorted((m, r) for _, r, m in a) == sorted((m, r) for _, r, m in b)
+            for a, b in zip(base, results[name], strict=True)
+        )
+        same_ids = sum(len({x[0] for x in a} & {x[0] for x in b}) for a, b in zip(base, results[name], strict=True))
+        out[f"agreement_{name}"] = {
+            "phrases_with_identical_top_k_scores": round(same_scores / max(1, len(base)), 3),
+            "id_overlap": round(same_ids / max(1, sum(len(a) for a in base)), 3),
+        }
+    # plans for two phrases: the median one by time as the app role, and the median one by rows matched
+    by_time = int(np.argsort(timings["app_role_store_sql"])[len(terms) // 2])
+    by_matches = int(np.argsort(matched)[len(terms) // 2])
+    plans: dict = {}
+    probes = {}
+    for probe_name, index in (("median_time", by_time), ("median_matches", by_matches)):
+        probe = terms[index]
+        probes[probe_name] = {"terms": probe, "matched_rows": matched[index]}
+        plans[probe_name] = {}
+        for name, database in (("app_role_store_sql", db), ("owner_store_sql", owner_db)):
+            explaining = ExplainingDatabase(database)
+            MemoryStore(explaining, settings.decay, settings.merge).text_search(tenant, probe, k=k)  # type: ignore[arg-type]
+            plans[probe_name][name] = explaining.plans[-1]["plan"]
+        params = text_params(tenant, probe, k)
+        for name, sql in (("app_role_security_definer_fn", DEFINER_CALL), ("capped", CAPPED_CALL)):
+            with db.tenant_tx(tenant) as conn:
+                rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+                plans[probe_name][name] = "\n".join(r["QUERY PLAN"] for r in rows)
+        with owner_db.tenant_tx(tenant) as conn:  # the definer function's body, planned as its owner
+            conn.execute("SELECT set_config('app.tenant_id', %s, true)", [tenant])
+            rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + DEFINER_BODY_SQL, params)
+            plans[probe_name]["security_definer_fn_body_as_owner"] = "\n".join(r["QUERY PLAN"] for r in rows)
+    owner_db.close()
+    out["probes"] = probes
+    out["plans"] = plans
+    out["proposed_function_sql"] = DEFINER_FUNCTION
+    out["capped_function_sql"] = CAPPED_FUNCTION
+    return out
+
+
+class ExplainingConnection:
+    """Runs each SELECT once under EXPLAIN (ANALYZE, BUFFERS), records the plan, then runs it for real."""
+
+    def __init__(self, conn: psycopg.Connection, sink: list[dict]) -> None:
+        self._conn = conn
+        self._sink = sink
+
+    def execute(self, query, params=None, **kwargs):
+        text = query if isinstance(query, str) else query.as_string(self._conn)
+        head = text.lstrip().upper()
+        if head.startswith(("SELECT", "WITH")) and "SET_CONFIG" not in head[:40]:
+            method = next(
+                (f.name for f in reversed(traceback.extract_stack()) if f.filename.endswith("repository.py")), "?"
+            )
+            rows = self._conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + text, params, **kwargs).fetchall()
+            plan = "\n".join(r["QUERY PLAN"] for r in rows)
+            found = re.search(r"Execution Time: ([\d.]+) ms", plan)
+            self._sink.append(
+                {"method": method, "execution_ms": float(found.group(1)) if found else None, "plan": plan}
+            )
+        return self._conn.execute(query, params, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._conn, name)
+
+
+class ExplainingDatabase:
+    """A ``Database`` whose tenant transactions EXPLAIN every read (as ``contextos_app``, under RLS)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self.dialect = db.dialect
+        self.plans: list[dict] = []
+
+    @contextmanager
+    def tenant_tx(self, tenant_id: str):
+        with self._db.tenant_tx(tenant_id) as conn:
+            yield ExplainingConnection(conn, self.plans)
+
+
+def pipeline_plans(db: Database, settings: Settings, tenant: str, queries: list[str], vectors: np.ndarray) -> dict:
+    """Every statement of a few real pipeline runs, EXPLAIN ANALYZEd as the app role: per store method,
+    the median execution time, and the plan of its slowest run."""
+    explaining = ExplainingDatabase(db)
+    service = RetrievalService(
+        settings=settings,
+        store=MemoryStore(explaining, settings.decay, settings.merge),  # type: ignore[arg-type]
+        embedder=None,  # type: ignore[arg-type]
+    )
+    for q, v in zip(queries, vectors, strict=True):
+        service.context(tenant, ContextRequest(query=q, dry_run=True), query_vector=v.tolist())
+    metrics.clear_metrics()
+    by_method: dict[str, list[dict]] = {}
+    for p in explaining.plans:
+        by_method.setdefault(p["method"], []).append(p)
+    out = {}
+    for method, plans in by_method.items():
+        times = [p["execution_ms"] or 0.0 for p in plans]
+        slowest = max(plans, key=lambda p: p["execution_ms"] or 0.0)
+        out[method] = {
+            "statements": len(plans),
+            "median_execution_ms": round(float(np.median(times)), 2),
+            "max_execution_ms": round(max(times), 2),
+            "slowest_plan": slowest["plan"],
+        }
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["median_execution_ms"]))
+
+
+# -- main ---------------------------------------------------------------------------------------
+def measure(
+    label: str,
+    url: str,
+    service: RetrievalService,
+    store: MemoryStore,
+    tenant: str,
+    queries: list[str],
+    qvecs: np.ndarray,
+    warmup: int,
+    *,
+    profile: bool = True,
+) -> dict:
+    ef = service.settings.retrieval.hnsw_ef_search
+    times, returned = pipeline_latency(service, tenant, queries, qvecs, warmup)
+    raw_times, raw_counts, raw_plan = raw_hnsw(url, tenant, qvecs, ef, warmup)
+    out = {
+        "pipeline": pct(times),
+        "raw_hnsw": pct(raw_times),
+        "raw_hnsw_mean_rows": round(float(np.mean(raw_counts)), 2),
+        "raw_hnsw_short_answers": int(sum(1 for c in raw_counts if c < 20)),
+        "pipeline_mean_memories_returned": round(float(np.mean(returned)), 2),
+        "raw_hnsw_plan": raw_plan,
+    }
+    if profile:
+        out["stages"] = stage_profile(service.settings, store, tenant, queries, qvecs)
+    p, r = out["pipeline"], out["raw_hnsw"]
+    print(
+        f"{label}: pipeline p50/p95 {p['p50']:.1f}/{p['p95']:.1f} ms; raw HNSW p50/p95 {r['p50']:.2f}/{r['p95']:.2f} ms"
+        f" ({out['raw_hnsw_short_answers']} short answers, mean {out['raw_hnsw_mean_rows']} rows)",
+        flush=True,
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--small", type=int, default=10_000)
+    parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--pool", type=int, default=5_000, help="distinct prototype texts embedded with MiniLM")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--text-phrases", type=int, default=150, help="phrases timed per text-search variant")
+    args = parser.parse_args()
+    wall = time.perf_counter()
+    settings = Settings()
+    generic = settings.extraction.generic_modifiers
+
+    from contextos.embedding.local import LocalMiniLMEmbedder
+
+    embedder = LocalMiniLMEmbedder()
+    protos = prototypes(args.pool, random.Random(7))
+    small = build_corpus(SMALL_TENANT, args.small, protos, generic, seed=1)
+    large = build_corpus(LARGE_TENANT, args.large, protos, generic, seed=2)
+    small_q = make_queries(small, protos, args.queries + args.warmup, seed=3)
+    large_q = make_queries(large, protos, args.queries + args.warmup, seed=4)
+    started = time.perf_counter()
+    pool = np.asarray(embedder.embed([p.text() for p in protos]), dtype=np.float32)
+    small_qv = np.asarray(embedder.embed(small_q), dtype=np.float32)
+    large_qv = np.asarray(embedder.embed(large_q), dtype=np.float32)
+    embed_s = time.perf_counter() - started
+    print(
+        f"corpus built; {len(protos)} prototypes + {2 * len(small_q)} queries embedded in {embed_s:.0f} s", flush=True
+    )
+    small_v = corpus_vectors(small, pool, seed=5)
+    large_v = corpus_vectors(large, pool, seed=6)
+    # how embedding-like is the geometry: a memory's nearest neighbours share its topic
+    sample = large_v[:2000] @ large_v[:2000].T
+    np.fill_diagonal(sample, -1)
+    geometry = {
+        "mean_cosine_random_pair": round(float(sample[sample > -1].mean()), 3),
+        "mean_cosine_nearest_neighbour_in_2k": round(float(sample.max(axis=1).mean()), 3),
+        "query_to_pool_mean_top1_cosine": round(float((large_qv @ pool.T).max(axis=1).mean()), 3),
+    }
+
+    with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+        url = embedded_database_url(Path(tmp))
+        migrate(url, get_dialect("postgres"), DIM, "bench")
+        db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
+        store = MemoryStore(db, settings.decay, settings.merge)
+        service = RetrievalService(settings=settings, store=store, embedder=embedder)
+
+        small_load = load(url, small, small_v, settings, seed=8)
+        small_load["index_s"] = round(build_index(url), 1)
+        print(f"10k tenant loaded {small_load}", flush=True)
+        at_10k = measure(
+            "10k alone", url, service, store, SMALL_TENANT, small_q[args.warmup :], small_qv[args.warmup :], args.warmup
+        )
+
+        large_load = load(url, large, large_v, settings, seed=9)
+        print(f"100k tenant loaded in {large_load['load_s']} s; building HNSW over all vectors…", flush=True)
+        large_load["index_s"] = round(build_index(url), 1)
+        print(f"100k tenant ready {large_load}", flush=True)
+        lq, lv = large_q[args.warmup :], large_qv[args.warmup :]
+        at_100k = measure("100k", url, service, store, LARGE_TENANT, lq, lv, args.warmup)
+        beside = measure(
+            "10k beside 100k",
+            url,
+            service,
+            store,
+            SMALL_TENANT,
+            small_q[args.warmup :],
+            small_qv[args.warmup :],
+            args.warmup,
+        )
+        print("text search: app role vs owner vs rewritten vs SECURITY DEFINER…", flush=True)
+        rls = text_variants(url, db, settings, LARGE_TENANT, lq, args.text_phrases)
+        print("EXPLAIN ANALYZE of every pipeline statement (app role)…", flush=True)
+        plans_100k = pipeline_plans(db, settings, LARGE_TENANT, lq[:5], lv[:5])
+        plans_beside = pipeline_plans(
+            db, settings, SMALL_TENANT, small_q[args.warmup : args.warmup + 5], small_qv[args.warmup : args.warmup + 5]
+        )
+        with psycopg.connect(url, autocommit=True) as conn:
+            sizes = {
+                r[0]: r[1]
+                for r in conn.execute(
+                    "SELECT relname, pg_size_pretty(pg_total_relation_size(oid)) FROM pg_class"
+                    " WHERE relname IN ('memories', 'memory_vectors', 'memory_vectors_hnsw', 'memory_items',"
+                    " 'relationships', 'memory_vector_bands', 'memories_search_tsv')"
+                )
+            }
+        db.close()
+
+    p95_10k, p95_100k = at_10k["pipeline"]["p95"], at_100k["pipeline"]["p95"]
+    raw_p95_100k = at_100k["raw_hnsw"]["p95"]
+    ratio_raw = p95_100k / raw_p95_100k
+    ratio_scale = p95_100k / p95_10k
+    inside, alone = at_100k["stages"]["in_pipeline"], at_100k["stages"]["isolated"]
+    stage_names = [k for k in inside if k not in ("total", "text_search_each")]
+    figures = {
+        "p50_ms_10k": at_10k["pipeline"]["p50"],
+        "p95_ms_10k": p95_10k,
+        "p50_ms_100k": at_100k["pipeline"]["p50"],
+        "p95_ms_100k": p95_100k,
+        "raw_hnsw_p50_ms_10k": at_10k["raw_hnsw"]["p50"],
+        "raw_hnsw_p95_ms_10k": at_10k["raw_hnsw"]["p95"],
+        "raw_hnsw_p50_ms_100k": at_100k["raw_hnsw"]["p50"],
+        "raw_hnsw_p95_ms_100k": raw_p95_100k,
+        "p50_ms_10k_beside_100k": beside["pipeline"]["p50"],
+        "p95_ms_10k_beside_100k": beside["pipeline"]["p95"],
+        "raw_hnsw_p50_ms_10k_beside_100k": beside["raw_hnsw"]["p50"],
+        "raw_hnsw_p95_ms_10k_beside_100k": beside["raw_hnsw"]["p95"],
+        "raw_hnsw_short_answers_10k_beside_100k": beside["raw_hnsw_short_answers"],
+        "pipeline_p95_over_raw_p95_100k": round(ratio_raw, 2),
+        "p95_100k_over_p95_10k": round(ratio_scale, 2),
+        "target_pipeline_le_5x_raw_100k": "pass" if ratio_raw <= 5 else "fail",
+        "target_p95_100k_lt_50ms": "pass" if p95_100k < 50 else "fail",
+        "target_100k_le_2x_10k": "pass" if ratio_scale <= 2 else "fail",
+        **{f"stage_in_pipeline_p50_ms_100k_{k}": inside[k]["p50"] for k in stage_names},
+        **{f"stage_in_pipeline_p95_ms_100k_{k}": inside[k]["p95"] for k in stage_names},
+        **{f"stage_isolated_p95_ms_100k_{k}": v["p95"] for k, v in alone.items()},
+        "text_search_p50_ms_100k_app_role": rls["app_role_store_sql"]["p50"],
+        "text_search_p95_ms_100k_app_role": rls["app_role_store_sql"]["p95"],
+        "text_search_p50_ms_100k_owner": rls["owner_store_sql"]["p50"],
+        "text_search_p95_ms_100k_owner": rls["owner_store_sql"]["p95"],
+        "text_search_p50_ms_100k_security_definer": rls["app_role_security_definer_fn"]["p50"],
+        "text_search_p95_ms_100k_security_definer": rls["app_role_security_definer_fn"]["p95"],
+        "text_search_p50_ms_100k_security_definer_capped": rls["app_role_security_definer_capped_500"]["p50"],
+        "text_search_p95_ms_100k_security_definer_capped": rls["app_role_security_definer_capped_500"]["p95"],
+        "text_search_matched_rows_p50_100k": rls["matched_rows_per_phrase"]["p50"],
+        "text_search_matched_rows_p95_100k": rls["matched_rows_per_phrase"]["p95"],
+        "queries_per_size": len(lq),
+        "hnsw_ef_search": settings.retrieval.hnsw_ef_search,
+        "hnsw_build_s_110k": large_load["index_s"],
+        "run_s": round(time.perf_counter() - wall, 0),
+        # nested detail (JSON only)
+        "at_10k": at_10k,
+        "at_100k": at_100k,
+        "at_10k_beside_100k": beside,
+        "rls_text_search_100k": rls,
+        "plans_100k": plans_100k,
+        "plans_10k_beside_100k": plans_beside,
+        "data": {
+            "small": small_load,
+            "large": large_load,
+            "prototypes_embedded": len(protos),
+            "embed_s": round(embed_s, 1),
+            "geometry": geometry,
+            "relation_sizes": sizes,
+        },
+    }
+    notes = [
+        "One embedded PostgreSQL 16.2 + pgvector 0.6.2, two tenants: phase A measures the 10k tenant alone (HNSW"
+        " over its 10k vectors) — the scaling baseline for the targets; phase B loads the 100k tenant beside it,"
+        " rebuilds HNSW over all 110k vectors, and measures the 100k tenant and the 10k tenant again (the small"
+        " tenant beside a large one, `*_10k_beside_100k`).",
+        "Corpus: memories from templates over a vocabulary (40 systems, 108 components, 54 aspects, 16 teams;"
+        " labels of 2-4 words, definitions of 1-2 sentences), in documents of 15-25 memories about one system,"
+        " one memory_item per memory (5 % in a second document), related edges: a chain and a random sibling"
+        " within each document plus a link across documents on a shared component (~2 per memory).",
+        f"Vectors: {len(protos)} distinct prototype texts embedded once with the local MiniLM (int8 ONNX);"
+        " each memory's vector = normalize(proto + 0.35·(another prototype of its document) + noise of norm 0.45)."
+        " Embedding 110k texts would take ~5 minutes here; this keeps the anisotropic embedding geometry and"
+        " the topic neighbourhoods (see data.geometry) at a fraction of that. Queries (paraphrases and fragments"
+        " of memory texts) are embedded for real, once, before timing.",
+        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v): analysis, vector + text searches in"
+        " threads, graph expansion, candidate rows, scoring, sources, budgets, assembly; the query embedding is"
+        " excluded. Raw = `SELECT memory_id FROM memory_vectors WHERE tenant_id=$1 AND searchable AND indexed"
+        " ORDER BY embedding <=> $2 LIMIT 20` at the pipeline's hnsw.ef_search, as the owner on one connection.",
+        "Stage profile: every query runs through the real pipeline with each store call timed in place"
+        " (`stage_in_pipeline_*`; vector and text searches overlap in threads, `parallel_searches` is the wall"
+        " time of that section, `python` the rest of the wall time: analysis, thread pool, scoring, budgets,"
+        " assembly), then each recorded store call is replayed alone with the same arguments"
+        " (`stage_isolated_*`).",
+        f"Results at 100k: pipeline p95 {p95_100k} ms = {ratio_raw:.1f}x raw HNSW p95 {raw_p95_100k} ms;"
+        f" 100k/10k p95 = {ratio_scale:.2f}. In-pipeline p50 at 100k: "
+        + ", ".join(f"{k} {inside[k]['p50']} ms" for k in stage_names)
+        + f"; {at_100k['stages']['mean_counts']['text_searches']} text searches per query on average.",
+        f"Text search at 100k, p50/p95 per phrase (the store's own SQL): as contextos_app (RLS, how ContextOS"
+        f" runs) {rls['app_role_store_sql']['p50']}/{rls['app_role_store_sql']['p95']} ms; as the owner (no RLS)"
+        f" {rls['owner_store_sql']['p50']}/{rls['owner_store_sql']['p95']} ms; as contextos_app through the proposed"
+        f" SECURITY DEFINER function {rls['app_role_security_definer_fn']['p50']}/"
+        f"{rls['app_role_security_definer_fn']['p95']} ms; the same with at most 500+500 matches ranked"
+        f" {rls['app_role_security_definer_capped_500']['p50']}/{rls['app_role_security_definer_capped_500']['p95']}"
+        f" ms. Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
+        f"{rls['matched_rows_per_phrase']['p95']:.0f} (every match is ranked). Plans and the function SQL in"
+        " rls_text_search_100k.",
+    ]
+    path = write_report("retrieval", figures, title="Retrieval latency", notes=notes)
+    print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

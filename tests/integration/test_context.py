@@ -176,6 +176,9 @@ def test_a_small_tenant_beside_a_large_one_still_gets_k_results(configured, tena
     with container.database().system_tx() as conn:
         conn.execute("RESET ROLE")
         conn.execute("ANALYZE memories")
-    rows = store.vector_search(tenant, local_embedder.embed(["caching layer"])[0], k=20, ef_search=20)
+    query = local_embedder.embed(["caching layer"])[0]
+    for exact_up_to in (0, 20_000):  # the ANN pass with its exact re-ask, and the exact pass up front
+        rows = store.vector_search(tenant, query, k=20, ef_search=20, exact_scan_max_rows=exact_up_to)
+        assert len(rows) == 20
     assert len(rows) == 20
     assert all(r["label"].startswith(tenant) for r in rows)

@@ -106,10 +106,17 @@ class RetrievalService:
         found: dict[object, dict[str, float]] = {}
         with ThreadPoolExecutor(max_workers=1 + len(analysis.phrases)) as pool:
             vector_job = pool.submit(
-                self.store.vector_search, tenant_id, query_vector, k=cfg.vector_k, ef_search=cfg.hnsw_ef_search
+                self.store.vector_search,
+                tenant_id,
+                query_vector,
+                k=cfg.vector_k,
+                ef_search=cfg.hnsw_ef_search,
+                exact_scan_max_rows=cfg.exact_scan_max_rows,
             )
             text_jobs = [
-                pool.submit(self.store.text_search, tenant_id, analysis.terms(phrase), k=cfg.text_k)
+                pool.submit(
+                    self.store.text_search, tenant_id, analysis.terms(phrase), k=cfg.text_k, cap=cfg.text_match_cap
+                )
                 for phrase in analysis.phrases
             ]
             vector_rows = vector_job.result()

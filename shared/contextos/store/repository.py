@@ -528,7 +528,9 @@ class MemoryStore:
             ).fetchall()
 
     # -- retrieval -------------------------------------------------------------------------
-    def vector_search(self, tenant_id: str, embedding: Sequence[float], *, k: int, ef_search: int) -> list[dict]:
+    def vector_search(
+        self, tenant_id: str, embedding: Sequence[float], *, k: int, ef_search: int, exact_scan_max_rows: int = 20_000
+    ) -> list[dict]:
         """Top-k hot active memories by cosine: ANN over the indexed segment, exact over the fresh one.
 
         pgvector 0.6 filters ANN results after the index scan (FIELD-NOTES): a small tenant
@@ -557,41 +559,56 @@ class MemoryStore:
             JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = nearest.memory_id
             ORDER BY nearest.distance"""
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
+        exact = self.db.dialect.exact_scan_sql()
         with self.db.tenant_tx(tenant_id) as conn:
+            hot = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
+            if exact and hot is not None and hot["hot_memories"] <= exact_scan_max_rows:
+                conn.execute(exact)  # a small scope: one exact pass beats an ANN pass that may come up short
+                return conn.execute(query, params).fetchall()
             conn.execute(self.db.dialect.search_breadth_sql(max(ef_search, k)))
             rows = conn.execute(query, params).fetchall()
-            if len(rows) < k and (exact := self.db.dialect.exact_scan_sql()):
+            if len(rows) < k and exact:
                 conn.execute(exact)
                 rows = conn.execute(query, params).fetchall()
         return rows
 
-    def text_search(self, tenant_id: str, terms: Sequence[str], *, k: int) -> list[dict]:
+    def text_search(self, tenant_id: str, terms: Sequence[str], *, k: int, cap: int = 500) -> list[dict]:
         """One key phrase (with its synonyms) over labels and definitions: full-text rank, with the
-        phrase appearing verbatim ranked first, so an exact rare term always surfaces (S6.2)."""
+        phrase appearing verbatim ranked first, so an exact rare term always surfaces (S6.2).
+
+        PostgreSQL runs it through ``contextos_text_search`` (migration 0008), where the GIN index
+        is usable under row-level security and at most ``cap`` matches per query form are ranked.
+        """
         phrase = terms[0]
+        params = {
+            "phrase": phrase,
+            "any_terms": " | ".join(_tsquery_words(terms)) or None,
+            "k": k,
+            "cap": cap,
+            "tenant": tenant_id,
+            "lower": phrase.lower(),
+        }
+        match self.db.dialect.name:
+            case "postgres":
+                sql = (
+                    "SELECT id, rank, label_match FROM contextos_text_search(%(phrase)s, %(any_terms)s, %(k)s, %(cap)s)"
+                )
+            case "cockroach":
+                sql = """WITH q AS (
+                           SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
+                                  COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery) AS any_q
+                       )
+                       SELECT m.id,
+                              2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q) AS rank,
+                              (position(%(lower)s IN lower(m.label)) > 0
+                               OR position(%(lower)s IN lower(m.definition)) > 0) AS label_match
+                       FROM memories m, q
+                       WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
+                         AND m.search_tsv @@ (q.phrase_q || q.any_q)
+                       ORDER BY label_match DESC, rank DESC
+                       LIMIT %(k)s"""
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
-                """WITH q AS (
-                       SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
-                              COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery) AS any_q
-                   )
-                   SELECT m.id,
-                          2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q) AS rank,
-                          (position(%(lower)s IN lower(m.label)) > 0
-                           OR position(%(lower)s IN lower(m.definition)) > 0) AS label_match
-                   FROM memories m, q
-                   WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
-                     AND m.search_tsv @@ (q.phrase_q || q.any_q)
-                   ORDER BY label_match DESC, rank DESC
-                   LIMIT %(k)s""",
-                {
-                    "tenant": tenant_id,
-                    "phrase": phrase,
-                    "lower": phrase.lower(),
-                    "any_terms": " | ".join(_tsquery_words(terms)) or None,
-                    "k": k,
-                },
-            ).fetchall()
+            return conn.execute(sql, params).fetchall()
 
     def graph_expand(
         self, tenant_id: str, seeds: Sequence[UUID], *, hops: int, fall: float, shared_source_weight: float, k: int

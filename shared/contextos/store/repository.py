@@ -655,7 +655,7 @@ class MemoryStore:
                     AND successor.state = 'active'
                    WHERE (m.state = 'active' AND m.tier = 'hot') OR successor.id IS NOT NULL
                    GROUP BY COALESCE(successor.id, m.id)
-                   ORDER BY max(reached.weight) DESC
+                   ORDER BY max(reached.weight) DESC, COALESCE(successor.id, m.id)
                    LIMIT %(k)s""",
                 {
                     "tenant": tenant_id,

@@ -127,7 +127,7 @@ class RetrievalService:
         for row in text_rows:
             # Relative full-text rank; a verbatim occurrence adds a bounded boost instead of saturating
             # (a name that appears in hundreds of memories must not score like a rare exact term).
-            score = min(float(row["rank"]) / top_rank + (cfg.text_verbatim_boost if row["label_match"] else 0.0), 1.0)
+            score = 1.0 if row["label_match"] else min(float(row["rank"]) / top_rank, 1.0)
             scores = found.setdefault(row["id"], {})
             scores["text"] = max(scores.get("text", 0.0), score)
         seeds = [r["id"] for r in vector_rows[: cfg.graph_seeds]]

@@ -89,7 +89,6 @@ class RetrievalSettings(BaseModel):
 
     vector_k: int = 20
     text_k: int = 10  # per key phrase
-    text_verbatim_boost: float = 0.25  # added to the text score when the phrase occurs verbatim
     text_match_cap: int = 500  # matches ranked per query form of a phrase (bounds broad phrases)
     graph_seeds: int = 10  # top hits of each of the vector and text searches that seed the walk
     graph_hops: int = 2

@@ -5,9 +5,8 @@
 -- query scanned the whole tenant (60-110 ms per phrase at 100k memories, measured). The function
 -- runs as the tables' owner, where the index is usable, and applies the policy's own predicate
 -- itself: it reads the tenant only from the transaction setting that tenant transactions set, so
--- it can never see another tenant's rows. It also bounds how many matches are ranked: ``cap`` for
--- the broad form (any word, synonyms, prefixes), five times that for the phrase itself, which is
--- what keeps broad phrases fast without cutting into the matches of a selective one.
+-- it can never see another tenant's rows. It also bounds how many matches are ranked (``cap`` per
+-- query form), which is what keeps broad phrases fast.
 CREATE OR REPLACE FUNCTION contextos_text_search(phrase text, any_terms text, k integer, cap integer)
 RETURNS TABLE (id uuid, rank real, label_match boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -22,7 +21,7 @@ AS $fn$
     hits AS MATERIALIZED (
         (SELECT m.id FROM memories m, q
          WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state = 'active' AND m.search_tsv @@ q.phrase_q
-         LIMIT 5 * cap)
+         LIMIT cap)
         UNION
         (SELECT m.id FROM memories m, q
          WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state = 'active' AND m.search_tsv @@ q.any_q

@@ -43,13 +43,6 @@ class S3BlobStore:
         except BotoCoreError as exc:
             raise TransientError(f"could not read s3://{bucket}/{key}") from exc
 
-    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
-        """Bytes ``start``..``end`` inclusive: one ranged GET."""
-        try:
-            return self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")["Body"].read()
-        except (ClientError, BotoCoreError) as exc:
-            raise TransientError(f"could not read s3://{bucket}/{key}") from exc
-
 
 class SqsQueue:
     """A queue the domain puts jobs on (ingest, conversation)."""

@@ -9,7 +9,7 @@ concept whose definition is the sentences that say what it is. Same input, same 
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
 from contextos.extraction.validation import CONNECTOR_WORDS, STRUCTURAL_WORDS
@@ -286,13 +286,3 @@ def _type_of(label: str, definition: str) -> str:
     if label.isupper() or any(w[:1].isupper() for w in words[1:]) or (len(words) == 1 and label[:1].isupper()):
         return "entity"
     return "fact"
-
-
-def related_pairs(concepts: list[Concept]) -> dict[str, set[str]]:
-    """label → related labels, symmetric (used by tests and the store)."""
-    pairs: dict[str, set[str]] = defaultdict(set)
-    for c in concepts:
-        for r in c.related:
-            pairs[c.label].add(r)
-            pairs[r].add(c.label)
-    return pairs

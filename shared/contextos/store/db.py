@@ -7,7 +7,6 @@ connection returned to the pool carries no tenant.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import quote
@@ -105,7 +104,3 @@ def embedder_id_for(settings: Settings) -> str:
     if settings.embedder == "bedrock":
         return settings.bedrock.embedding_model_id
     return "local:all-MiniLM-L6-v2-int8"
-
-
-def as_json(value: object) -> str:
-    return json.dumps(value, default=str)

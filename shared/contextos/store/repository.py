@@ -119,15 +119,6 @@ class MemoryStore:
                 [reason[:1000], tenant_id, document_id],
             )
 
-    def document_exists(self, tenant_id: str, document_id: UUID) -> bool:
-        with self.db.tenant_tx(tenant_id) as conn:
-            return (
-                conn.execute(
-                    "SELECT 1 FROM documents WHERE tenant_id = %s AND id = %s", [tenant_id, document_id]
-                ).fetchone()
-                is not None
-            )
-
     def fail_document(self, tenant_id: str, document_id: UUID, reason: str, counts: dict | None = None) -> None:
         with self.db.tenant_tx(tenant_id) as conn:
             conn.execute(
@@ -818,10 +809,6 @@ class MemoryStore:
             bands[r["band"]] = bands.get(r["band"], 0) + 1
         last = max((r["id"] for r in rows), default=None)
         return len(rows), (last if len(rows) == batch_size else None), bands
-
-    def memory_count(self, tenant_id: str) -> int:
-        with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute("SELECT count(*) AS n FROM memories WHERE tenant_id = %s", [tenant_id]).fetchone()["n"]
 
     def get_memory(self, tenant_id: str, memory_id: UUID) -> dict:
         with self.db.tenant_tx(tenant_id) as conn:

@@ -15,9 +15,9 @@ One run, one fresh embedded PostgreSQL in a temp dir (nothing touches ``.context
 4. per size: warm-up, then the full pipeline ``RetrievalService.context(dry_run=True,
    query_vector=v)`` (the query embedding excluded), the raw pgvector HNSW top-20 on the same
    data and queries, and a per-stage profile (each store call timed directly, same inputs);
-5. the row-level-security question: the text search at 100k as ``contextos_app`` (how ContextOS
-   runs), as the owner (no RLS), rewritten, and through a SECURITY DEFINER function, with
-   EXPLAIN ANALYZE plans.
+5. the row-level-security question: the text search at 100k ranking every match as
+   ``contextos_app`` (row-level security) and as the owner (no RLS), beside the store's own
+   SECURITY DEFINER function (migration 0008), with EXPLAIN ANALYZE plans.
 
 Run: ``.venv/bin/python benchmarks/retrieval.py`` (about 5 minutes on 2 cores; ``--large 20000``
 for a quick look). Figures go to ``benchmarks/reports/retrieval.json`` and ``.md``.
@@ -711,87 +711,28 @@ def stage_profile(settings: Settings, store: MemoryStore, tenant: str, queries: 
 
 
 # -- the row-level-security question ------------------------------------------------------------
-DEFINER_FUNCTION = """
-CREATE OR REPLACE FUNCTION contextos_text_search(phrase text, any_terms text, k integer)
-RETURNS TABLE (id uuid, rank real, label_match boolean)
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $fn$
-    WITH q AS (
-        SELECT websearch_to_tsquery('english', phrase) AS phrase_q,
-               COALESCE(to_tsquery('english', any_terms), ''::tsquery) AS any_q,
-               lower(phrase) AS lower_phrase
-    )
-    SELECT m.id,
-           (2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q))::real,
-           (position(q.lower_phrase IN lower(m.label)) > 0
-            OR position(q.lower_phrase IN lower(m.definition)) > 0)
-    FROM memories m, q
-    -- the tenant comes from the transaction setting, never from an argument: this is the RLS
-    -- policy's own predicate, applied here because the owner's rights bypass the policy
-    WHERE m.tenant_id = NULLIF(current_setting('app.tenant_id', true), '')
-      AND m.tier = 'hot' AND m.state = 'active'
-      AND m.search_tsv @@ (q.phrase_q || q.any_q)
-    ORDER BY 3 DESC, 2 DESC
-    LIMIT k
-$fn$;
-REVOKE ALL ON FUNCTION contextos_text_search(text, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION contextos_text_search(text, text, integer) TO contextos_app;
-"""
 MATCH_COUNT_SQL = """SELECT count(*) FROM memories m
 WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
   AND m.search_tsv @@ (websearch_to_tsquery('english', %(phrase)s)
                        || COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery))"""
-# The definer function's body with its arguments as parameters, to EXPLAIN it as its owner plans it.
-DEFINER_BODY_SQL = """WITH q AS (
+# The text search as plain SQL that ranks every match: what the store ran before migration 0008.
+# As the app role, row-level security keeps the GIN index out of the plan; as the owner it does not.
+INLINE_UNCAPPED_SQL = """WITH q AS (
     SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
            COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery) AS any_q,
            lower(%(phrase)s) AS lower_phrase
 )
 SELECT m.id,
-       (2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q))::real,
-       (position(q.lower_phrase IN lower(m.label)) > 0 OR position(q.lower_phrase IN lower(m.definition)) > 0)
+       (2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q))::real AS rank,
+       (position(q.lower_phrase IN lower(m.label)) > 0
+        OR position(q.lower_phrase IN lower(m.definition)) > 0) AS label_match
 FROM memories m, q
-WHERE m.tenant_id = NULLIF(current_setting('app.tenant_id', true), '')
-  AND m.tier = 'hot' AND m.state = 'active'
+WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
   AND m.search_tsv @@ (q.phrase_q || q.any_q)
 ORDER BY 3 DESC, 2 DESC
 LIMIT %(k)s"""
-# The same function with the ranked set bounded: at most `cap` rows matching the whole phrase (AND)
-# and `cap` matching any of its words (OR of prefixes) are ranked, instead of every match.
-CAPPED_FUNCTION = """
-CREATE OR REPLACE FUNCTION contextos_text_search_capped(phrase text, any_terms text, k integer, cap integer)
-RETURNS TABLE (id uuid, rank real, label_match boolean)
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $fn$
-    WITH q AS (
-        SELECT websearch_to_tsquery('english', phrase) AS phrase_q,
-               COALESCE(to_tsquery('english', any_terms), ''::tsquery) AS any_q,
-               lower(phrase) AS lower_phrase,
-               NULLIF(current_setting('app.tenant_id', true), '') AS tenant
-    ),
-    hits AS MATERIALIZED (
-        (SELECT m.id, m.label, m.definition, m.search_tsv FROM memories m, q
-         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state = 'active' AND m.search_tsv @@ q.phrase_q
-         LIMIT cap)
-        UNION
-        (SELECT m.id, m.label, m.definition, m.search_tsv FROM memories m, q
-         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state = 'active' AND m.search_tsv @@ q.any_q
-         LIMIT cap)
-    )
-    SELECT h.id,
-           (2.0 * ts_rank_cd(h.search_tsv, q.phrase_q) + ts_rank(h.search_tsv, q.any_q))::real,
-           (position(q.lower_phrase IN lower(h.label)) > 0 OR position(q.lower_phrase IN lower(h.definition)) > 0)
-    FROM hits h, q
-    ORDER BY 3 DESC, 2 DESC
-    LIMIT k
-$fn$;
-REVOKE ALL ON FUNCTION contextos_text_search_capped(text, text, integer, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION contextos_text_search_capped(text, text, integer, integer) TO contextos_app;
-"""
-CAPPED_CALL = "SELECT * FROM contextos_text_search_capped(%(phrase)s, %(any_terms)s, %(k)s, 500)"
-DEFINER_CALL = "SELECT * FROM contextos_text_search(%(phrase)s, %(any_terms)s, %(k)s)"
+# What the store runs now (migration 0008's SECURITY DEFINER function, 500 matches per form).
+STORE_FUNCTION_CALL = "SELECT * FROM contextos_text_search(%(phrase)s, %(any_terms)s, %(k)s, 500)"
 
 
 def text_params(tenant: str, terms: list[str], k: int) -> dict:
@@ -823,29 +764,25 @@ class OwnerDatabase(Database):
 
 
 def text_variants(url: str, db: Database, settings: Settings, tenant: str, queries: list[str], limit: int) -> dict:
-    """Every text search of the queries (the store's own SQL) as the app role and as the owner, and the
-    proposed SECURITY DEFINER functions as the app role; EXPLAIN ANALYZE plans for a median phrase."""
+    """The queries' text searches three ways: ranking every match as the app role (row-level security)
+    and as the owner, and the store's SECURITY DEFINER function (migration 0008) as the app role;
+    EXPLAIN ANALYZE plans for a median phrase."""
     k = settings.retrieval.text_k
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(DEFINER_FUNCTION)
-        conn.execute(CAPPED_FUNCTION)
     owner_db = OwnerDatabase(url, get_dialect("postgres"), max_size=2)
     app_store = MemoryStore(db, settings.decay, settings.merge)
-    owner_store = MemoryStore(owner_db, settings.decay, settings.merge)
     terms = [a.terms(p) for a in map(analyze, queries) for p in a.phrases][:limit]
 
-    def via_function(sql: str) -> Callable[[list[str]], list]:
+    def via(database: Database, sql: str) -> Callable[[list[str]], list]:
         def run(t: list[str]) -> list:
-            with db.tenant_tx(tenant) as conn:
+            with database.tenant_tx(tenant) as conn:
                 return conn.execute(sql, text_params(tenant, t, k)).fetchall()
 
         return run
 
     variants: dict[str, Callable[[list[str]], list]] = {
-        "app_role_store_sql": lambda t: app_store.text_search(tenant, t, k=k),
-        "owner_store_sql": lambda t: owner_store.text_search(tenant, t, k=k),
-        "app_role_security_definer_fn": via_function(DEFINER_CALL),
-        "app_role_security_definer_capped_500": via_function(CAPPED_CALL),
+        "app_role_inline_uncapped": via(db, INLINE_UNCAPPED_SQL),
+        "owner_inline_uncapped": via(owner_db, INLINE_UNCAPPED_SQL),
+        "app_role_store_function_capped_500": lambda t: app_store.text_search(tenant, t, k=k),
     }
     out: dict = {"phrases_timed": len(terms)}
     results: dict[str, list[list]] = {}
@@ -869,9 +806,9 @@ def text_variants(url: str, db: Database, settings: Settings, tenant: str, queri
             out[f"corr_time_vs_matched_{name}"] = round(float(np.corrcoef(matched, timings[name])[0, 1]), 3)
     # do the other shapes answer the same? Many rows tie on (label_match, rank) at the LIMIT, and which
     # of the tied ids come back is arbitrary, so compare the sorted (label_match, rank) lists per phrase.
-    base = results["app_role_store_sql"]
+    base = results["app_role_inline_uncapped"]
     for name in variants:
-        if name == "app_role_store_sql":
+        if name == "app_role_inline_uncapped":
             continue
         same_scores = sum(
             sorted((m, r) for _, r, m in a) == sorted((m, r) for _, r, m in b)
@@ -883,7 +820,7 @@ def text_variants(url: str, db: Database, settings: Settings, tenant: str, queri
             "id_overlap": round(same_ids / max(1, sum(len(a) for a in base)), 3),
         }
     # plans for two phrases: the median one by time as the app role, and the median one by rows matched
-    by_time = int(np.argsort(timings["app_role_store_sql"])[len(terms) // 2])
+    by_time = int(np.argsort(timings["app_role_inline_uncapped"])[len(terms) // 2])
     by_matches = int(np.argsort(matched)[len(terms) // 2])
     plans: dict = {}
     probes = {}
@@ -891,24 +828,19 @@ def text_variants(url: str, db: Database, settings: Settings, tenant: str, queri
         probe = terms[index]
         probes[probe_name] = {"terms": probe, "matched_rows": matched[index]}
         plans[probe_name] = {}
-        for name, database in (("app_role_store_sql", db), ("owner_store_sql", owner_db)):
-            explaining = ExplainingDatabase(database)
-            MemoryStore(explaining, settings.decay, settings.merge).text_search(tenant, probe, k=k)  # type: ignore[arg-type]
-            plans[probe_name][name] = explaining.plans[-1]["plan"]
         params = text_params(tenant, probe, k)
-        for name, sql in (("app_role_security_definer_fn", DEFINER_CALL), ("capped", CAPPED_CALL)):
-            with db.tenant_tx(tenant) as conn:
+        for name, database, sql in (
+            ("app_role_inline_uncapped", db, INLINE_UNCAPPED_SQL),
+            ("owner_inline_uncapped", owner_db, INLINE_UNCAPPED_SQL),
+            ("app_role_store_function_capped_500", db, STORE_FUNCTION_CALL),
+        ):
+            with database.tenant_tx(tenant) as conn:
                 rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
                 plans[probe_name][name] = "\n".join(r["QUERY PLAN"] for r in rows)
-        with owner_db.tenant_tx(tenant) as conn:  # the definer function's body, planned as its owner
-            conn.execute("SELECT set_config('app.tenant_id', %s, true)", [tenant])
-            rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + DEFINER_BODY_SQL, params)
-            plans[probe_name]["security_definer_fn_body_as_owner"] = "\n".join(r["QUERY PLAN"] for r in rows)
     owner_db.close()
     out["probes"] = probes
     out["plans"] = plans
-    out["proposed_function_sql"] = DEFINER_FUNCTION
-    out["capped_function_sql"] = CAPPED_FUNCTION
+    out["store_function"] = "shared/contextos/store/migrations/0008_text_search_function.sql"
     return out
 
 
@@ -1085,7 +1017,7 @@ def main() -> None:
             small_qv[args.warmup :],
             args.warmup,
         )
-        print("text search: app role vs owner vs rewritten vs SECURITY DEFINER…", flush=True)
+        print("text search: uncapped as app role and owner vs the store's function…", flush=True)
         rls = text_variants(url, db, settings, LARGE_TENANT, lq, args.text_phrases)
         print("EXPLAIN ANALYZE of every pipeline statement (app role)…", flush=True)
         plans_100k = pipeline_plans(db, settings, LARGE_TENANT, lq[:5], lv[:5])
@@ -1131,14 +1063,12 @@ def main() -> None:
         **{f"stage_in_pipeline_p50_ms_100k_{k}": inside[k]["p50"] for k in stage_names},
         **{f"stage_in_pipeline_p95_ms_100k_{k}": inside[k]["p95"] for k in stage_names},
         **{f"stage_isolated_p95_ms_100k_{k}": v["p95"] for k, v in alone.items()},
-        "text_search_p50_ms_100k_app_role": rls["app_role_store_sql"]["p50"],
-        "text_search_p95_ms_100k_app_role": rls["app_role_store_sql"]["p95"],
-        "text_search_p50_ms_100k_owner": rls["owner_store_sql"]["p50"],
-        "text_search_p95_ms_100k_owner": rls["owner_store_sql"]["p95"],
-        "text_search_p50_ms_100k_security_definer": rls["app_role_security_definer_fn"]["p50"],
-        "text_search_p95_ms_100k_security_definer": rls["app_role_security_definer_fn"]["p95"],
-        "text_search_p50_ms_100k_security_definer_capped": rls["app_role_security_definer_capped_500"]["p50"],
-        "text_search_p95_ms_100k_security_definer_capped": rls["app_role_security_definer_capped_500"]["p95"],
+        "text_search_p50_ms_100k_app_role_uncapped": rls["app_role_inline_uncapped"]["p50"],
+        "text_search_p95_ms_100k_app_role_uncapped": rls["app_role_inline_uncapped"]["p95"],
+        "text_search_p50_ms_100k_owner_uncapped": rls["owner_inline_uncapped"]["p50"],
+        "text_search_p95_ms_100k_owner_uncapped": rls["owner_inline_uncapped"]["p95"],
+        "text_search_p50_ms_100k_store_function": rls["app_role_store_function_capped_500"]["p50"],
+        "text_search_p95_ms_100k_store_function": rls["app_role_store_function_capped_500"]["p95"],
         "text_search_matched_rows_p50_100k": rls["matched_rows_per_phrase"]["p50"],
         "text_search_matched_rows_p95_100k": rls["matched_rows_per_phrase"]["p95"],
         "queries_per_size": len(lq),
@@ -1188,14 +1118,13 @@ def main() -> None:
         f" 100k/10k p95 = {ratio_scale:.2f}. In-pipeline p50 at 100k: "
         + ", ".join(f"{k} {inside[k]['p50']} ms" for k in stage_names)
         + f"; {at_100k['stages']['mean_counts']['text_searches']} text searches per query on average.",
-        f"Text search at 100k, p50/p95 per phrase (the store's own SQL): as contextos_app (RLS, how ContextOS"
-        f" runs) {rls['app_role_store_sql']['p50']}/{rls['app_role_store_sql']['p95']} ms; as the owner (no RLS)"
-        f" {rls['owner_store_sql']['p50']}/{rls['owner_store_sql']['p95']} ms; as contextos_app through the proposed"
-        f" SECURITY DEFINER function {rls['app_role_security_definer_fn']['p50']}/"
-        f"{rls['app_role_security_definer_fn']['p95']} ms; the same with at most 500+500 matches ranked"
-        f" {rls['app_role_security_definer_capped_500']['p50']}/{rls['app_role_security_definer_capped_500']['p95']}"
+        f"Text search at 100k, p50/p95 per phrase: ranking every match as contextos_app (row-level security)"
+        f" {rls['app_role_inline_uncapped']['p50']}/{rls['app_role_inline_uncapped']['p95']} ms, as the owner"
+        f" {rls['owner_inline_uncapped']['p50']}/{rls['owner_inline_uncapped']['p95']} ms; the store's SECURITY"
+        f" DEFINER function (migration 0008, at most 500+500 matches ranked)"
+        f" {rls['app_role_store_function_capped_500']['p50']}/{rls['app_role_store_function_capped_500']['p95']}"
         f" ms. Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
-        f"{rls['matched_rows_per_phrase']['p95']:.0f} (every match is ranked). Plans and the function SQL in"
+        f"{rls['matched_rows_per_phrase']['p95']:.0f}. Plans in"
         " rls_text_search_100k.",
     ]
     path = write_report("retrieval", figures, title="Retrieval latency", notes=notes)

@@ -27,7 +27,7 @@ from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.extraction.local import LocalConceptExtractor
 from contextos.extraction.validation import validate
-from contextos.lsh import band_keys
+from contextos.lsh import sketch
 from contextos.models import BASE_TRUST, Concept, DocumentJob, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.store.db import Database
@@ -176,14 +176,15 @@ def preload(url: str, tenant: str, n: int) -> float:
             copy.set_types(["text", "uuid", "text", "vector", "text", "bool"])
             for start in range(0, n, 10_000):
                 vectors = unit_vectors(min(10_000, n - start), rng)
-                keys = band_keys(vectors)
-                for memory_id, vector, bands in zip(ids[start : start + len(vectors)], vectors, keys, strict=True):
+                sketches = sketch(vectors)
+                for memory_id, vector, bands, signature in zip(
+                    ids[start : start + len(vectors)], vectors, sketches.band_keys, sketches.signatures, strict=True
+                ):
                     copy.write_row([tenant, memory_id, "fact", vector, "bench", True])
-                    band_rows.extend((tenant, key, memory_id) for key in bands)
+                    band_rows.extend((tenant, key, memory_id, signature) for key in bands)
         with conn.cursor().copy(
-            "COPY memory_vector_bands (tenant_id, band_key, memory_id) FROM STDIN WITH (FORMAT BINARY)"
+            "COPY memory_vector_bands (tenant_id, band_key, memory_id, signature) FROM STDIN"
         ) as copy:
-            copy.set_types(["text", "int4", "uuid"])
             for row in band_rows:
                 copy.write_row(row)
         conn.execute("UPDATE tenants SET hot_memories = %s WHERE tenant_id = %s", [n, tenant])

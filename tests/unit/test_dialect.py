@@ -41,3 +41,11 @@ def test_search_breadth_is_set_per_transaction_in_each_dialect():
     assert get_dialect("postgres").search_breadth_sql(80) == "SET LOCAL hnsw.ef_search = 80"
     assert get_dialect("cockroach").search_breadth_sql(80) == "SET LOCAL vector_search_beam_size = 80"
     assert get_dialect("cockroach").exact_scan_sql() is None
+
+
+def test_the_signature_prefilter_is_a_bit_count_on_postgres_and_absent_on_cockroach():
+    from contextos.store.dialect import get_dialect
+
+    postgres = get_dialect("postgres").signature_filter_sql("b", "p.signature", "%(d)s")
+    assert postgres == "(b.signature IS NULL OR bit_count(b.signature # p.signature) <= %(d)s)"
+    assert get_dialect("cockroach").signature_filter_sql("b", "p.signature", "%(d)s") == "true"

@@ -14,7 +14,7 @@ from uuid import UUID
 
 from contextos.config import DecaySettings, MergeSettings
 from contextos.errors import NotFound
-from contextos.lsh import band_keys
+from contextos.lsh import SIGNATURE_BITS, band_key_sql, bands_sql, max_hamming, signatures
 from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.store.db import Database
@@ -149,9 +149,14 @@ class MemoryStore:
         """
         with self.db.tenant_tx(tenant_id) as conn:
             hot = self._lock_tenant(conn, tenant_id)
-            merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates) if hot else ({}, {})
+            lsh_signatures = signatures([c.embedding for c in candidates])
+            merge_into, merge_reasons = (
+                self._merge_targets(conn, tenant_id, candidates, lsh_signatures) if hot else ({}, {})
+            )
             final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
-            memories = _one_per_key(candidates, final_keys)
+            chosen = _one_per_key(candidates, final_keys)
+            memories = [memory for _, memory in chosen]
+            memory_signatures = {memory.norm_key: lsh_signatures[i] for i, memory in chosen}
             rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
             ids = {r["norm_key"]: r["id"] for r in rows}
             remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
@@ -183,7 +188,7 @@ class MemoryStore:
             }
             # Nothing below reads a result: one pipelined round trip instead of one per statement.
             with conn.pipeline():
-                self._write_vectors(conn, tenant_id, memories, rows, embedder_id)
+                self._write_vectors(conn, tenant_id, memories, rows, embedder_id, memory_signatures)
                 self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
                 self._upsert_related_edges(conn, tenant_id, pairs)
                 if created:
@@ -248,8 +253,16 @@ class MemoryStore:
                 {"id": i, "norm_key": c.norm_key, "definition": c.definition, "type": c.type, "inserted": True}
                 for i, c in zip(ids, candidates, strict=True)
             ]
+            lsh_signatures = signatures([c.embedding for c in candidates])
             with conn.pipeline():
-                self._write_vectors(conn, tenant_id, list(candidates), memory_rows, embedder_id)
+                self._write_vectors(
+                    conn,
+                    tenant_id,
+                    list(candidates),
+                    memory_rows,
+                    embedder_id,
+                    {c.norm_key: lsh_signatures[i] for i, c in enumerate(candidates)},
+                )
                 conn.execute(
                     """INSERT INTO memory_items (tenant_id, memory_id, session_id, message_from, message_to, label,
                                                  definition, importance)
@@ -283,7 +296,7 @@ class MemoryStore:
         return int(row["hot_memories"])
 
     def _merge_targets(
-        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate]
+        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh_signatures: list[str]
     ) -> tuple[dict[int, str], dict[int, str]]:
         """For each candidate without an exact key match: the existing memory it should join.
 
@@ -329,29 +342,41 @@ class MemoryStore:
                     break
         probe = [i for i in open_idx if i not in targets]
         if probe:
-            for i, key in self._near_duplicates(conn, tenant_id, [candidates[i] for i in probe], probe):
+            for i, key in self._near_duplicates(conn, tenant_id, candidates, lsh_signatures, probe):
                 targets[i], reasons[i] = key, "near_duplicate"
         return targets, reasons
 
     def _near_duplicates(
-        self, conn: Any, tenant_id: str, candidates: list[MemoryCandidate], idx: list[int]
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        lsh_signatures: list[str],
+        idx: list[int],
     ) -> list[tuple[int, str]]:
         """(candidate index, key) for candidates whose nearest memory of the same type is close enough.
 
-        Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh);
-        each is then checked with the exact cosine. No ANN probe, so the cost does not grow with
-        the index, and small tenants beside large ones lose nothing.
+        Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh) whose
+        signatures are within the threshold's Hamming distance, read from the index itself; each
+        survivor is then checked with the exact cosine. No ANN probe, so the cost does not grow
+        with the index, and small tenants beside large ones lose nothing.
         """
-        bands = band_keys([c.embedding for c in candidates])
+        signature_close = self.db.dialect.signature_filter_sql("b", "p.signature", "%(max_distance)s")
         rows = conn.execute(
-            """WITH probe AS (
-                   SELECT * FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[])
-                       AS t(idx, type, embedding)
+            f"""WITH probe AS MATERIALIZED (
+                   SELECT t.idx, t.type, t.embedding, t.bits, t.bits::bit({SIGNATURE_BITS}) AS signature
+                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(signatures)b::text[])
+                       AS t(idx, type, embedding, bits)
+               ),
+               probe_bands AS MATERIALIZED (
+                   SELECT p.idx, {band_key_sql("p.bits", "g")} AS band_key FROM probe p CROSS JOIN {bands_sql()} AS g
                ),
                hits AS (
-                   SELECT DISTINCT cb.idx, b.memory_id
-                   FROM unnest(%(band_idx)b::int[], %(band_keys)b::int[]) AS cb(idx, band_key)
-                   JOIN memory_vector_bands b ON b.tenant_id = %(tenant)s AND b.band_key = cb.band_key
+                   SELECT DISTINCT p.idx, b.memory_id
+                   FROM probe_bands pb
+                   JOIN probe p ON p.idx = pb.idx
+                   JOIN memory_vector_bands b ON b.tenant_id = %(tenant)s AND b.band_key = pb.band_key
+                   WHERE {signature_close}
                )
                SELECT h.idx, m.norm_key, 1.0 - (v.embedding <=> p.embedding) AS similarity
                FROM hits h
@@ -363,11 +388,11 @@ class MemoryStore:
             {
                 "tenant": tenant_id,
                 "idx": idx,
-                "types": [c.type for c in candidates],
-                "embs": [Vector(c.embedding) for c in candidates],
-                "band_idx": [i for i, keys in zip(idx, bands, strict=True) for _ in keys],
-                "band_keys": [k for keys in bands for k in keys],
+                "types": [candidates[i].type for i in idx],
+                "embs": [Vector(candidates[i].embedding) for i in idx],
+                "signatures": [lsh_signatures[i] for i in idx],
                 "threshold": self.merge.near_duplicate_cosine,
+                "max_distance": max_hamming(self.merge.near_duplicate_cosine),
             },
         ).fetchall()
         found: dict[int, tuple[float, str]] = {}
@@ -378,38 +403,46 @@ class MemoryStore:
 
     @staticmethod
     def _write_vectors(
-        conn: Any, tenant_id: str, memories: list[MemoryCandidate], rows: list[dict], embedder_id: str
+        conn: Any,
+        tenant_id: str,
+        memories: list[MemoryCandidate],
+        rows: list[dict],
+        embedder_id: str,
+        lsh_signatures: dict[str, str],
     ) -> None:
         """A vector (and its LSH bands) for each new memory, and new ones where a merge kept the
-        newer definition. Vectors land in the fresh segment (indexed = false): no ANN insert here."""
+        newer definition. Vectors land in the fresh segment (indexed = false): no ANN insert here.
+        ``lsh_signatures`` holds each memory's LSH signature, by norm key; the band keys derive from it."""
         by_key = {m.norm_key: m for m in memories}
         changed = [r for r in rows if r["inserted"] or r["definition"] == by_key[r["norm_key"]].definition]
         if not changed:
             return
         ids = [r["id"] for r in changed]
-        vectors = [by_key[r["norm_key"]].embedding for r in changed]
         conn.execute(
             """INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id)
                SELECT %s, i, t, e, %s FROM unnest(%b::uuid[], %b::text[], %b::vector[]) AS v(i, t, e)
                ON CONFLICT (tenant_id, memory_id) DO UPDATE
                SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, indexed = false,
                    updated_at = now()""",
-            [tenant_id, embedder_id, ids, [r["type"] for r in changed], [Vector(v) for v in vectors]],
+            [
+                tenant_id,
+                embedder_id,
+                ids,
+                [r["type"] for r in changed],
+                [Vector(by_key[r["norm_key"]].embedding) for r in changed],
+            ],
         )
         replaced = [r["id"] for r in changed if not r["inserted"]]
         if replaced:
             conn.execute(
                 "DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, replaced]
             )
-        bands = band_keys(vectors)
         conn.execute(
-            """INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id)
-               SELECT %s, b, m FROM unnest(%b::int[], %b::uuid[]) AS t(b, m) ON CONFLICT DO NOTHING""",
-            [
-                tenant_id,
-                [k for keys in bands for k in keys],
-                [i for i, keys in zip(ids, bands, strict=True) for _ in keys],
-            ],
+            f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature)
+               SELECT %s, {band_key_sql("t.bits", "g")}, t.memory_id, t.bits::bit({SIGNATURE_BITS})
+               FROM unnest(%b::uuid[], %b::text[]) AS t(memory_id, bits) CROSS JOIN {bands_sql()} AS g
+               ON CONFLICT DO NOTHING""",
+            [tenant_id, ids, [lsh_signatures[r["norm_key"]] for r in changed]],
         )
 
     def _upsert_memories(self, conn: Any, tenant_id: str, memories: list[MemoryCandidate]) -> list[dict]:
@@ -841,16 +874,17 @@ def _candidate_columns(candidates: Sequence[MemoryCandidate]) -> dict[str, list]
     }
 
 
-def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[MemoryCandidate]:
-    """Candidates that ended under one key become one memory row: the most important, then longest."""
-    best: dict[str, MemoryCandidate] = {}
-    for candidate, key in zip(candidates, final_keys, strict=True):
+def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[tuple[int, MemoryCandidate]]:
+    """Candidates that ended under one key become one memory row: the most important, then longest.
+    Returns (candidate index, the candidate under its final key)."""
+    best: dict[str, tuple[int, MemoryCandidate]] = {}
+    for i, (candidate, key) in enumerate(zip(candidates, final_keys, strict=True)):
         current = best.get(key)
         if current is None or (candidate.importance, len(candidate.definition)) > (
-            current.importance,
-            len(current.definition),
+            current[1].importance,
+            len(current[1].definition),
         ):
-            best[key] = candidate.model_copy(update={"norm_key": key})
+            best[key] = (i, candidate.model_copy(update={"norm_key": key}))
     return list(best.values())
 
 

@@ -1,0 +1,4 @@
+-- 0013 (CockroachDB): the signature column only. The Hamming prefilter needs bit_count over a
+-- bit string, which the dialect does not use on CockroachDB (Dialect.signature_filter_sql), so
+-- band matches there are checked with the exact cosine as before.
+ALTER TABLE memory_vector_bands ADD COLUMN IF NOT EXISTS signature BIT(256);

@@ -125,7 +125,9 @@ class ReportService:
             tenant_id, min_cosine=min(cfg.conflict_min_cosine, near_duplicate), limit=cfg.similar_pairs_max
         )
         conflicts, contradicting, judged = self._conflicts(tenant_id, pairs)
-        clusters, duplicate_pairs = self._consolidation(pairs, contradicting, near_duplicate)
+        clusters, duplicate_pairs = self._consolidation(
+            pairs, contradicting, near_duplicate, same_type=cfg.consolidation_same_type
+        )
         god_ids, god_rows = self.store.god_nodes(tenant_id)
         communities = self._communities(tenant_id)
 
@@ -222,13 +224,16 @@ class ReportService:
 
     @staticmethod
     def _consolidation(
-        pairs: list[dict], contradicting: set[tuple[UUID, UUID]], threshold: float
+        pairs: list[dict], contradicting: set[tuple[UUID, UUID]], threshold: float, *, same_type: bool
     ) -> tuple[list[ConsolidationCluster], int]:
-        """Clusters (connected components) of near-duplicate pairs that do not contradict each other."""
+        """Clusters (connected components) of near-duplicate pairs that do not contradict each other
+        (and share a type when ``same_type``, as ingest merges do)."""
         graph = nx.Graph()
         refs: dict[UUID, dict] = {}
         for p in pairs:
             if float(p["similarity"]) < threshold or _pair(p["a_id"], p["b_id"]) in contradicting:
+                continue
+            if same_type and p["a_type"] != p["b_type"]:
                 continue
             graph.add_edge(p["a_id"], p["b_id"], similarity=float(p["similarity"]))
             for side in ("a", "b"):

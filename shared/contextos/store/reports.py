@@ -140,7 +140,6 @@ class ReportStore:
                    FROM pairs p
                    JOIN memory_vectors va ON va.tenant_id = %(tenant)s AND va.memory_id = p.a_id AND va.searchable
                    JOIN memory_vectors vb ON vb.tenant_id = %(tenant)s AND vb.memory_id = p.b_id AND vb.searchable
-                                         AND (NOT %(same_type)s OR vb.type = va.type)
                    JOIN memories a ON a.tenant_id = %(tenant)s AND a.id = p.a_id AND a.state = 'active'
                    JOIN memories b ON b.tenant_id = %(tenant)s AND b.id = p.b_id AND b.state = 'active'
                    WHERE 1.0 - (va.embedding <=> vb.embedding) >= %(min_cosine)s
@@ -149,7 +148,6 @@ class ReportStore:
                 {
                     "tenant": tenant_id,
                     "bucket_max": self.cfg.lsh_bucket_max_members,
-                    "same_type": self.cfg.consolidation_same_type,
                     "min_cosine": min_cosine,
                     "limit": limit,
                 },
@@ -337,12 +335,13 @@ def community_peers(db: Database, tenant_id: str, top_hits: Sequence[UUID], cand
         return set()
     with db.tenant_tx(tenant_id) as conn:
         rows = conn.execute(
-            """SELECT DISTINCT c.memory_id
+            """SELECT c.memory_id
                FROM memory_communities c
-               JOIN memory_communities t
-                 ON t.tenant_id = c.tenant_id AND t.community = c.community AND t.memory_id <> c.memory_id
                WHERE c.tenant_id = %(tenant)s AND c.memory_id = ANY(%(candidates)s::uuid[])
-                 AND t.memory_id = ANY(%(top)s::uuid[])""",
+                 AND EXISTS (
+                     SELECT 1 FROM memory_communities t
+                     WHERE t.tenant_id = %(tenant)s AND t.memory_id = ANY(%(top)s::uuid[])
+                       AND t.community = c.community AND t.memory_id <> c.memory_id)""",
             {"tenant": tenant_id, "candidates": list(candidates), "top": list(top_hits)},
         ).fetchall()
     return {r["memory_id"] for r in rows}

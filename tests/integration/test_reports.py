@@ -4,6 +4,7 @@ the daily job and the two routes (with tenant isolation)."""
 from __future__ import annotations
 
 import math
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -349,3 +350,34 @@ def test_a_memory_in_a_top_hits_community_gets_the_graph_bonus_and_outranks_its_
     assert scores_after["Quokka"].graph == 0.0
     assert "community" not in scores_after["Axolotl"].methods
     assert scores_after["Axolotl"].bonus == scores_before["Axolotl"].bonus  # no multi-method bonus from it
+
+
+def test_two_runs_at_once_leave_one_community_per_memory_and_two_reports(reports, tenant):
+    ids = add(tenant, [{"label": f"R{i}", "vector": unit((i, 1))} for i in range(6)])
+    r = [ids[f"R{i}"] for i in range(6)]
+    link(tenant, [(r[0], r[1]), (r[1], r[2]), (r[3], r[4]), (r[4], r[5])])
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            reports.run(tenant, trigger="schedule")
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    rows = sql(tenant, "SELECT memory_id, count(*) AS n FROM memory_communities GROUP BY memory_id")
+    assert len(rows) == 6 and all(row["n"] == 1 for row in rows)
+    assert sql(tenant, "SELECT count(*) AS n FROM governance_reports") == [{"n": 2}]
+
+
+def test_only_the_newest_reports_are_kept(reports, tenant, monkeypatch):
+    monkeypatch.setattr(reports.settings.reports, "reports_kept", 2)
+    made = [reports.run(tenant).id for _ in range(3)]
+    kept = {row["id"] for row in sql(tenant, "SELECT id FROM governance_reports")}
+    assert kept == set(made[1:])
+    assert reports.governance(tenant).id == made[-1]

@@ -186,6 +186,7 @@ class ConsolidationCluster(BaseModel):
     keep: UUID
     min_similarity: float
     max_similarity: float
+    verified: bool = Field(description="the judge saw every pair and found no contradiction (false: over its budget)")
 
 
 class GodNode(MemoryRef):
@@ -206,6 +207,7 @@ class DecaySection(BaseModel):
 class ConflictSection(BaseModel):
     total: int
     pairs_judged: int
+    judge_failures: int = 0  # pairs the judge could not answer (a transient failure ends judging for the run)
     items: list[ConflictCandidate]
 
 

@@ -170,6 +170,7 @@ def test_given_every_kind_of_finding_the_governance_report_names_each_one(report
     }
     assert cluster.keep == ids["Kafka message retention"]  # the most important survives
     assert cluster.min_similarity >= get_settings().merge.near_duplicate_cosine
+    assert cluster.verified  # the judge saw each of its pairs
 
     assert [(g.id, g.degree) for g in report.god_nodes.items] == [(ids["Misc notes"], 10)]
 
@@ -381,3 +382,45 @@ def test_only_the_newest_reports_are_kept(reports, tenant, monkeypatch):
     kept = {row["id"] for row in sql(tenant, "SELECT id FROM governance_reports")}
     assert kept == set(made[1:])
     assert reports.governance(tenant).id == made[-1]
+
+
+def test_a_judge_outage_leaves_a_report_with_what_could_be_found(configured, governed, tenant):
+    """The Bedrock judge (botocore Stubber, real response shapes) answers one pair, then is unavailable."""
+    import boto3
+    from botocore.stub import Stubber
+    from contextos.judge.bedrock import BedrockJudge
+    from contextos.services.reports import ReportService
+
+    client = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    verdict = {
+        "toolUse": {
+            "toolUseId": "t",
+            "name": "record_judgement",
+            "input": {"verdict": "neutral", "confidence": 0.9, "reason": "same"},
+        }
+    }
+    base = container.reports()
+    service = ReportService(
+        base.settings, base.store, BedrockJudge(client, model_id="amazon.nova-pro-v1:0"), base.tenant_ids
+    )
+    with Stubber(client) as stubber:
+        stubber.add_response(
+            "converse",
+            {
+                "output": {"message": {"role": "assistant", "content": [verdict]}},
+                "stopReason": "tool_use",
+                "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                "metrics": {"latencyMs": 1},
+            },
+        )
+        stubber.add_client_error("converse", service_error_code="ServiceUnavailableException", http_status_code=503)
+        report = service.run(tenant)
+        stubber.assert_no_pending_responses()
+
+    section = report.conflict_candidates
+    assert (section.pairs_judged, section.judge_failures) == (1, 1)
+    assert [c.found_by for c in section.items] == ["contradicts_edge"]  # recorded conflicts need no judge
+    assert report.decay_candidates.total == 1 and report.god_nodes.total == 1
+    # unjudged near duplicates are still suggested, but marked as not verified by the judge
+    assert report.consolidation.total == 2 and not any(c.verified for c in report.consolidation.items)
+    assert sql(tenant, "SELECT count(*) AS n FROM governance_reports") == [{"n": 1}]

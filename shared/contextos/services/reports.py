@@ -12,6 +12,7 @@ from uuid import UUID
 import networkx as nx
 
 from contextos.config import Settings
+from contextos.errors import ContextOSError, TransientError
 from contextos.judge import Judge, Verdict
 from contextos.observability import logger, metrics
 from contextos.reports import (
@@ -124,9 +125,9 @@ class ReportService:
         pairs = self.store.similar_pairs(
             tenant_id, min_cosine=min(cfg.conflict_min_cosine, near_duplicate), limit=cfg.similar_pairs_max
         )
-        conflicts, contradicting, judged = self._conflicts(tenant_id, pairs)
+        conflicts, contradicting, cleared, judged, judge_failures = self._conflicts(tenant_id, pairs)
         clusters, duplicate_pairs = self._consolidation(
-            pairs, contradicting, near_duplicate, same_type=cfg.consolidation_same_type
+            pairs, contradicting, cleared, near_duplicate, same_type=cfg.consolidation_same_type
         )
         god_ids, god_rows = self.store.god_nodes(tenant_id)
         communities = self._communities(tenant_id)
@@ -141,7 +142,10 @@ class ReportService:
                 total=len(decay_ids), items=[DecayCandidate.model_validate(r) for r in decay_rows]
             ),
             conflict_candidates=ConflictSection(
-                total=len(conflicts), pairs_judged=judged, items=conflicts[: cfg.report_items]
+                total=len(conflicts),
+                pairs_judged=judged,
+                judge_failures=judge_failures,
+                items=conflicts[: cfg.report_items],
             ),
             consolidation=ConsolidationSection(
                 total=len(clusters), near_duplicate_pairs=duplicate_pairs, items=clusters[: cfg.report_items]
@@ -180,7 +184,7 @@ class ReportService:
     # -- sections ------------------------------------------------------------------------------
     def _conflicts(
         self, tenant_id: str, pairs: list[dict]
-    ) -> tuple[list[ConflictCandidate], set[tuple[UUID, UUID]], int]:
+    ) -> tuple[list[ConflictCandidate], set[tuple[UUID, UUID]], set[tuple[UUID, UUID]], int, int]:
         """Recorded ``contradicts`` edges between active memories, then the most similar pairs the
         judge calls a contradiction (at most ``conflict_judge_max_pairs`` judge calls)."""
         cfg = self.settings.reports
@@ -197,18 +201,32 @@ class ReportService:
                 )
             )
         contradicting: set[tuple[UUID, UUID]] = set()
-        judged = 0
+        cleared: set[tuple[UUID, UUID]] = set()  # judged and not contradictory
+        judged = failures = 0
         for p in pairs:
-            if judged >= cfg.conflict_judge_max_pairs:
+            if judged + failures >= cfg.conflict_judge_max_pairs:
                 break
             key = _pair(p["a_id"], p["b_id"])
             if key in seen:
                 contradicting.add(key)
                 continue
             older, newer = ("a", "b") if p["a_created_at"] <= p["b_created_at"] else ("b", "a")
-            judgement = self.judge.judge(_statement(p, older), _statement(p, newer), similarity=float(p["similarity"]))
+            try:
+                judgement = self.judge.judge(
+                    _statement(p, older), _statement(p, newer), similarity=float(p["similarity"])
+                )
+            except ContextOSError as exc:
+                # The report still matters without every verdict: an unanswerable pair is skipped,
+                # an outage or throttling ends judging for this run (the next run judges again).
+                failures += 1
+                logger.warning("judge failed on a pair", extra={"tenant_id": tenant_id, "code": exc.code})
+                if isinstance(exc, TransientError):
+                    break
+                continue
             judged += 1
-            if judgement.verdict is Verdict.contradiction:
+            if judgement.verdict is not Verdict.contradiction:
+                cleared.add(key)
+            else:
                 contradicting.add(key)
                 out.append(
                     ConflictCandidate(
@@ -220,11 +238,16 @@ class ReportService:
                         reason=judgement.reason,
                     )
                 )
-        return out, contradicting, judged
+        return out, contradicting, cleared, judged, failures
 
     @staticmethod
     def _consolidation(
-        pairs: list[dict], contradicting: set[tuple[UUID, UUID]], threshold: float, *, same_type: bool
+        pairs: list[dict],
+        contradicting: set[tuple[UUID, UUID]],
+        cleared: set[tuple[UUID, UUID]],
+        threshold: float,
+        *,
+        same_type: bool,
     ) -> tuple[list[ConsolidationCluster], int]:
         """Clusters (connected components) of near-duplicate pairs that do not contradict each other
         (and share a type when ``same_type``, as ingest merges do)."""
@@ -247,13 +270,15 @@ class ReportService:
             keep = min(
                 members, key=lambda m: (-refs[m]["importance"], -refs[m]["access_count"], refs[m]["created_at"], str(m))
             )
-            similarities = [d["similarity"] for _, _, d in graph.subgraph(members).edges(data=True)]
+            edges = list(graph.subgraph(members).edges(data=True))
+            similarities = [d["similarity"] for _, _, d in edges]
             clusters.append(
                 ConsolidationCluster(
                     members=[MemoryRef.model_validate(refs[m]) for m in ordered],
                     keep=keep,
                     min_similarity=round(min(similarities), 4),
                     max_similarity=round(max(similarities), 4),
+                    verified=all(_pair(a, b) in cleared for a, b, _ in edges),
                 )
             )
         clusters.sort(key=lambda c: (-len(c.members), -c.max_similarity, str(c.keep)))

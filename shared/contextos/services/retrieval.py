@@ -153,10 +153,10 @@ class RetrievalService:
         """S9: a candidate in the same community as a top hit gets ``community_bonus`` of graph score
         (kept apart from the methods, so it does not also earn the multi-method bonus)."""
         reports = self.settings.reports
-        top = reports.community_top_hits
-        top_hits = [r["id"] for r in vector_rows[:top]] + [r["id"] for r in text_rows[:top]]
         if reports.community_bonus <= 0:
             return
+        top = reports.community_top_hits
+        top_hits = [r["id"] for r in vector_rows[:top]] + [r["id"] for r in text_rows[:top]]
         for memory_id in community_peers(self.store.db, tenant_id, top_hits, list(found)):
             found[memory_id]["community"] = reports.community_bonus
 

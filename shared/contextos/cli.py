@@ -157,6 +157,22 @@ def cmd_lifecycle(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """``report health|governance`` read the API; ``report run`` runs the daily governance job here."""
+    if args.kind == "run":
+        from contextos import container
+
+        print(container.reports().run_all().model_dump_json(indent=2))
+        return 0
+    target = _Target(args)
+    try:
+        status, body = target.client.call("GET", f"/v1/{args.kind}")
+    finally:
+        target.close()
+    print(json.dumps(body, indent=2), file=sys.stderr if status >= 400 else sys.stdout)
+    return 1 if status >= 400 else 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     from contextos import container
     from contextos.models import Provenance
@@ -208,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     lifecycle_sub = lifecycle.add_subparsers(dest="action", required=True)
     run = lifecycle_sub.add_parser("run", help="run the lifecycle scan now")
     run.set_defaults(func=cmd_lifecycle)
+
+    report = sub.add_parser("report", help="health score, governance report, or run the governance job now")
+    report.add_argument("kind", choices=["health", "governance", "run"])
+    api_flags(report)
+    report.set_defaults(func=cmd_report)
 
     keys = sub.add_parser("keys", help="create an API key")
     keys.add_argument("--tenant", required=True)

@@ -148,6 +148,46 @@ class MergeSettings(BaseModel):
     related_edge_step: float = 0.25
 
 
+class ReportSettings(BaseModel):
+    """S9 health score and governance report: weights, windows, thresholds and report sizes."""
+
+    # Health score (0-100): component weights sum to 1.
+    weight_coverage: float = 0.25
+    weight_efficiency: float = 0.25
+    weight_freshness: float = 0.20
+    weight_balance: float = 0.15
+    weight_cleanliness: float = 0.15
+    window_days: int = 14  # coverage and efficiency look at the context_log of this many days
+    efficiency_ideal_low: float = 0.50  # tokens used / budget: full marks inside [low, high]
+    efficiency_ideal_high: float = 0.80
+    efficiency_score_at_full: float = 0.5  # a budget used to the last token scores this (linear from high)
+    balance_types: list[str] = Field(
+        default_factory=lambda: ["problem", "decision", "fact", "entity", "event", "preference", "code"]
+    )  # the entropy is normalized by ln(max(len(balance_types), types present))
+
+    # Governance report.
+    decay_candidate_strength: float = 0.40  # current strength below this (the critical band) is a candidate
+    conflict_min_cosine: float = 0.80  # similar enough to be about the same thing, judged for contradiction
+    conflict_judge_max_pairs: int = 200  # judge calls per tenant and run (the most similar pairs first)
+    similar_pairs_max: int = 20_000  # similar pairs read per run (most similar first): bounds both sections
+    consolidation_same_type: bool = True  # near duplicates must share a type (as merges do)
+    lsh_bucket_max_members: int = 200  # LSH buckets larger than this are skipped (bounds the pair join)
+    god_node_min_degree: int = 10  # explicit edges (either direction, active endpoints)
+    god_node_max_importance: int = 4
+    implicit_min_shared: int = 2  # memories sharing >= this many sources, or tags, get an implicit edge
+    implicit_edge_weight: float = 0.5
+    implicit_source_max_members: int = 200  # a source or tag with more memories adds no implicit edges
+    community_max_edges: int = 100_000  # Louvain input cap: above it the heaviest edges are kept
+    community_seed: int = 42
+    community_resolution: float = 1.0
+    community_min_size: int = 2  # smaller communities are not stored (they carry no signal)
+    community_bonus: float = 0.08  # graph score of a candidate sharing a community with a top hit
+    community_top_hits: int = 5  # top hits of the vector and of the text search whose communities count
+    report_items: int = 50  # rows per report section
+    community_sample_labels: int = 5
+    reports_kept: int = 30  # stored governance reports per tenant
+
+
 class BedrockSettings(BaseModel):
     """Model ids for the Bedrock adapters."""
 
@@ -199,6 +239,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     merge: MergeSettings = Field(default_factory=MergeSettings)
+    reports: ReportSettings = Field(default_factory=ReportSettings)
 
     @property
     def raw_bucket_name(self) -> str:

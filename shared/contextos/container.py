@@ -140,6 +140,20 @@ def lifecycle():  # -> LifecycleService
     return LifecycleService(store=memory_store(), housekeeping=[idempotency_store().purge_expired])
 
 
+@lru_cache(maxsize=1)
+def reports():  # -> ReportService
+    from contextos.services.reports import ReportService
+    from contextos.store.reports import ReportStore
+
+    settings = get_settings()
+    return ReportService(
+        settings=settings,
+        store=ReportStore(database(), settings.decay, settings.reports),
+        judge=judge(),
+        tenant_ids=memory_store().tenant_ids,
+    )
+
+
 def reset() -> None:
     """Drop every cached object (closing the pool) so the next call reads settings afresh."""
     if database.cache_info().currsize:
@@ -157,6 +171,7 @@ def reset() -> None:
         retrieval,
         lifecycle,
         idempotency_store,
+        reports,
     ):
         factory.cache_clear()
     reset_settings()

@@ -87,3 +87,26 @@ def test_a_file_dropped_into_the_local_upload_bucket_is_ingested(stack):
 def test_requests_without_a_valid_key_are_refused(stack):
     assert http(stack, "POST", "/v1/context", {"query": "x"}, key=None)[0] == 401
     assert http(stack, "POST", "/v1/context", {"query": "x"}, key="ctx_wrong")[0] == 403
+
+
+def test_the_stacks_daily_governance_schedule_feeds_the_report_routes_and_the_cli(stack, capsys):
+    from contextos.cli import main
+
+    scheduler = next(w for w in stack.workers if getattr(w, "rule", None) == "contextos-governance")
+    fired = scheduler.fire()  # what the daily tick does: the real handler on a scheduled event
+    assert fired["failed"] == [] and fired["reports"] >= 1
+    status, report = http(stack, "GET", "/v1/governance")
+    assert status == 200 and report["trigger"] == "schedule"
+    assert {"decay_candidates", "conflict_candidates", "consolidation", "god_nodes", "communities"} <= set(report)
+    status, health = http(stack, "GET", "/v1/health")
+    assert status == 200 and health["governance_report_at"] is not None
+    assert [c["name"] for c in health["components"]] == [
+        "coverage",
+        "efficiency",
+        "freshness",
+        "balance",
+        "cleanliness",
+    ]
+
+    assert main(["report", "health", "--api", stack.api_url, "--key", "ctx_local_dev_key"]) == 0
+    assert json.loads(capsys.readouterr().out)["components"][0]["name"] == "coverage"

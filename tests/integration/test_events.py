@@ -50,6 +50,8 @@ def test_each_sample_event_is_handled_by_its_function(prepared, path: Path):
             assert result == {"batchItemFailures": []}
         case "lifecycle":
             assert result["tenants"] >= 1 and "materialized" in result
+        case "governance":
+            assert result["tenants"] >= 1 and result["failed"] == [] and result["reports"] == result["tenants"]
         case "migrate":
             assert result["PhysicalResourceId"] == "contextos-schema"
         case _:

@@ -20,6 +20,7 @@ from contextos.observability import logger
 DEV_TENANT = "local"
 DEV_API_KEY = "ctx_local_dev_key"
 LIFECYCLE_EVERY_S = 4 * 3600
+GOVERNANCE_EVERY_S = 24 * 3600
 
 
 @dataclass
@@ -27,6 +28,7 @@ class LocalStack:
     api_port: int = 8787
     moto_port: int = 0
     lifecycle_every_s: float = LIFECYCLE_EVERY_S
+    governance_every_s: float = GOVERNANCE_EVERY_S
     poll_wait_s: int = 1
     visibility_timeout_s: int = 30
     aws: LocalAws | None = None
@@ -58,6 +60,7 @@ class LocalStack:
         self.workers = [
             QueuePoller(sqs, self.aws.ingest_queue_url, self.aws.ingest_queue_arn, "ingest", wait_s=self.poll_wait_s),
             Scheduler("contextos-lifecycle", "lifecycle", self.lifecycle_every_s),
+            Scheduler("contextos-governance", "governance", self.governance_every_s),
         ]
         for worker in self.workers:
             worker.start()

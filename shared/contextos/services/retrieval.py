@@ -16,6 +16,7 @@ from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scoring import Candidate, Ranked, rank
+from contextos.store.reports import community_peers
 from contextos.store.repository import MemoryStore
 
 
@@ -142,8 +143,22 @@ class RetrievalService:
         ):
             scores = found.setdefault(row["id"], {})
             scores["graph"] = max(scores.get("graph", 0.0), min(float(row["weight"]), 1.0))
+        self._community_bonus(tenant_id, vector_rows, text_rows, found)
         rows = self.store.candidate_rows(tenant_id, list(found), query_vector)
         return rows, found
+
+    def _community_bonus(
+        self, tenant_id: str, vector_rows: list[dict], text_rows: list[dict], found: dict[object, dict[str, float]]
+    ) -> None:
+        """S9: a candidate in the same community as a top hit gets ``community_bonus`` of graph score
+        (kept apart from the methods, so it does not also earn the multi-method bonus)."""
+        reports = self.settings.reports
+        if reports.community_bonus <= 0:
+            return
+        top = reports.community_top_hits
+        top_hits = [r["id"] for r in vector_rows[:top]] + [r["id"] for r in text_rows[:top]]
+        for memory_id in community_peers(self.store.db, tenant_id, top_hits, list(found)):
+            found[memory_id]["community"] = reports.community_bonus
 
     def _candidates(
         self, rows: list[dict], found: dict[object, dict[str, float]], *, pinned: bool = False
@@ -169,8 +184,8 @@ class RetrievalService:
                     access_count=row["access_count"],
                     vector=vector,
                     text=methods.get("text", 0.0),
-                    graph=methods.get("graph", 0.0),
-                    methods=set(methods),
+                    graph=min(methods.get("graph", 0.0) + methods.get("community", 0.0), 1.0),
+                    methods=set(methods) - {"community"},
                     payload=row | {"band": band},
                 )
             )

@@ -253,6 +253,8 @@ class MemorySource(BaseModel):
     document_id: UUID | None = None
     filename: str | None = None
     session_id: str | None = None
+    message_from: int | None = None  # the session's message range it came from
+    message_to: int | None = None
     label: str
     definition: str
     importance: int

@@ -9,6 +9,7 @@ others find nothing left to claim.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from contextos.errors import NotFound, SessionEnded
@@ -119,7 +120,7 @@ class ConversationStore:
                 f"""WITH idle AS (
                         SELECT id, flushed_through, message_count FROM sessions
                         WHERE tenant_id = %(tenant)s AND status = 'open' AND message_count > flushed_through
-                          AND last_message_at < now() - make_interval(secs => %(idle)s)
+                          AND last_message_at < now() - %(idle)s::interval
                         ORDER BY last_message_at
                         LIMIT %(limit)s
                         FOR UPDATE SKIP LOCKED
@@ -134,7 +135,7 @@ class ConversationStore:
                     SELECT %(tenant)s, id, message_from, message_to, 'idle' FROM moved
                     ON CONFLICT DO NOTHING
                     RETURNING {FLUSH_COLUMNS}""",
-                {"tenant": tenant_id, "idle": idle_s, "limit": limit},
+                {"tenant": tenant_id, "idle": timedelta(seconds=idle_s), "limit": limit},
             ).fetchall()
 
     def mark_enqueued(self, tenant_id: str, session_id: str, message_from: int) -> None:
@@ -151,9 +152,9 @@ class ConversationStore:
             return conn.execute(
                 f"""SELECT {FLUSH_COLUMNS} FROM conversation_flushes
                     WHERE tenant_id = %s AND status = 'pending'
-                      AND updated_at < now() - make_interval(secs => %s)
+                      AND updated_at < now() - %s::interval
                     ORDER BY updated_at LIMIT %s""",
-                [tenant_id, older_than_s, limit],
+                [tenant_id, timedelta(seconds=older_than_s), limit],
             ).fetchall()
 
     # -- the conversation function ---------------------------------------------------------
@@ -165,9 +166,9 @@ class ConversationStore:
                     SET status = 'processing', attempts = attempts + 1, updated_at = now()
                     WHERE tenant_id = %s AND session_id = %s AND message_from = %s
                       AND (status IN ('pending', 'queued')
-                           OR (status = 'processing' AND updated_at < now() - make_interval(secs => %s)))
+                           OR (status = 'processing' AND updated_at < now() - %s::interval))
                     RETURNING {FLUSH_COLUMNS}""",
-                [tenant_id, session_id, message_from, stale_after_s],
+                [tenant_id, session_id, message_from, timedelta(seconds=stale_after_s)],
             ).fetchone()
 
     def release_job(self, tenant_id: str, session_id: str, message_from: int, reason: str) -> None:

@@ -577,7 +577,8 @@ class MemoryStore:
         """Every occurrence behind a memory (memory → documents and sessions)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                """SELECT i.document_id, d.filename, i.session_id, i.label, i.definition, i.importance, i.created_at
+                """SELECT i.document_id, d.filename, i.session_id, i.message_from, i.message_to, i.label, i.definition,
+                          i.importance, i.created_at
                    FROM memory_items i LEFT JOIN documents d ON d.tenant_id = i.tenant_id AND d.id = i.document_id
                    WHERE i.tenant_id = %s AND i.memory_id = %s ORDER BY i.created_at""",
                 [tenant_id, memory_id],

@@ -408,3 +408,92 @@ def test_two_workers_given_one_job_at_once_distil_it_once(configured, tenant, se
         row = conn.execute("SELECT status, attempts, counts FROM conversation_flushes").fetchone()
     assert row["status"] == "done" and row["attempts"] == 1
     assert items == row["counts"]["items"] >= 3
+
+
+# -- failures ---------------------------------------------------------------------------------
+class BrokenExtractor:
+    model_id = "broken"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def extract(self, text, *, domain, known=None):
+        raise self.error
+
+    def extract_conversation(self, turns, *, known=None, min_concepts=3, max_concepts=10):
+        raise self.error
+
+
+def flush_row(tenant: str, session_id: str) -> dict:
+    with container.database().tenant_tx(tenant) as conn:
+        return conn.execute(
+            "SELECT status, attempts, error FROM conversation_flushes WHERE session_id = %s", [session_id]
+        ).fetchone()
+
+
+def test_a_transient_failure_hands_the_range_back_and_the_last_attempt_fails_it(
+    configured, tenant, service, conversation_queue
+):
+    from contextos.conversations import FlushJob
+    from contextos.errors import TransientError
+
+    say(service, tenant, "flaky", PREFERENCE_CHAT)
+    service.end(tenant, "flaky")
+    (job,) = conversation_queue("flaky")
+    service.extractor = lambda: BrokenExtractor(TransientError("Bedrock Converse failed transiently"))
+    for attempt in range(1, service.settings.conversation.max_attempts + 1):
+        with pytest.raises(TransientError):
+            service.process(FlushJob.model_validate(job))
+        row = flush_row(tenant, "flaky")
+        assert row["attempts"] == attempt
+    assert row["status"] == "failed" and "gave up after 3 attempts" in row["error"]
+    assert counts(tenant)["memory_items"] == 0
+
+
+def test_a_permanent_failure_ends_the_range_as_failed_with_its_reason(configured, tenant, service, conversation_queue):
+    from contextos.conversations import FlushJob
+    from contextos.errors import PermanentError
+
+    say(service, tenant, "refused", PREFERENCE_CHAT)
+    service.end(tenant, "refused")
+    (job,) = conversation_queue("refused")
+    service.extractor = lambda: BrokenExtractor(PermanentError("the model returned no structured answer"))
+    service.process(FlushJob.model_validate(job))  # no raise: the message is done with
+    assert flush_row(tenant, "refused") == {
+        "status": "failed",
+        "attempts": 1,
+        "error": "the model returned no structured answer",
+    }
+    service.process(FlushJob.model_validate(job))  # a redelivery of a failed range does nothing
+    assert flush_row(tenant, "refused")["attempts"] == 1
+
+
+def test_a_range_held_by_a_worker_that_died_is_taken_over(configured, tenant, service, conversation_queue):
+    from contextos.conversations import FlushJob
+
+    say(service, tenant, "orphan", PREFERENCE_CHAT)
+    service.end(tenant, "orphan")
+    (job,) = conversation_queue("orphan")
+    with container.database().tenant_tx(tenant) as conn:  # a worker took it, then died
+        conn.execute("UPDATE conversation_flushes SET status = 'processing', attempts = 1")
+    service.process(FlushJob.model_validate(job))
+    assert flush_row(tenant, "orphan")["status"] == "processing"  # still inside its deadline: left alone
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE conversation_flushes SET updated_at = now() - interval '11 minutes'")
+    service.process(FlushJob.model_validate(job))
+    assert flush_row(tenant, "orphan") == {"status": "done", "attempts": 2, "error": None}
+
+
+def test_a_conversation_of_system_turns_and_small_talk_ends_done_with_no_memories(
+    configured, tenant, service, conversation_queue
+):
+    from contextos.conversations import FlushJob
+
+    say(service, tenant, "chit", [("system", "You are a helpful assistant for ACME Corp."), ("user", "Hi!")])
+    service.end(tenant, "chit")
+    (job,) = conversation_queue("chit")
+    service.process(FlushJob.model_validate(job))
+    session = service.get(tenant, "chit")
+    assert session.flushes[0].status == "done"
+    assert session.flushes[0].counts["turns"] == 2 and session.flushes[0].counts["turns_extracted"] == 1
+    assert counts(tenant)["memories"] == 0

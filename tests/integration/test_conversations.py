@@ -497,3 +497,27 @@ def test_a_conversation_of_system_turns_and_small_talk_ends_done_with_no_memorie
     assert session.flushes[0].status == "done"
     assert session.flushes[0].counts["turns"] == 2 and session.flushes[0].counts["turns_extracted"] == 1
     assert counts(tenant)["memories"] == 0
+
+
+def test_a_sweep_that_cannot_send_leaves_its_claims_pending_for_the_next(
+    configured, tenant, service, conversation_queue
+):
+    from contextos.errors import TransientError
+
+    class DownQueue:
+        def send(self, message: dict) -> str:
+            raise TransientError("could not enqueue the job")
+
+    say(service, tenant, "quiet", [("user", "The release train leaves on Thursdays.")])
+    backdate(tenant, "quiet", 30)
+    working, service.queue = service.queue, DownQueue()
+    try:
+        report = service.sweep()
+    finally:
+        service.queue = working
+    assert report.send_failures >= 1 and flushes(tenant, "quiet") == [(1, 1, "idle", "pending")]
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE conversation_flushes SET updated_at = now() - interval '2 minutes'")
+    assert service.sweep().resent >= 1
+    assert flushes(tenant, "quiet") == [(1, 1, "idle", "queued")]
+    assert [(j["message_from"], j["message_to"]) for j in conversation_queue("quiet")] == [(1, 1)]

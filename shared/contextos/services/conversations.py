@@ -123,37 +123,65 @@ class ConversationService:
             while True:
                 claimed = self.store.claim_idle(tenant_id, idle_s=cfg.idle_flush_s, limit=cfg.sweep_batch)
                 report.claimed += len(claimed)
-                for flush in claimed:
-                    self._count_send(report, self._send(tenant_id, flush))
+                self._send_all(tenant_id, claimed, report)
                 if len(claimed) < cfg.sweep_batch:
                     break
             unsent = self.store.unsent_flushes(tenant_id, older_than_s=cfg.resend_after_s, limit=cfg.sweep_batch)
             report.resent += len(unsent)
-            for flush in unsent:
-                self._count_send(report, self._send(tenant_id, flush))
+            self._send_all(tenant_id, unsent, report)
         metrics.add_metric(name="SessionsFlushedIdle", unit="Count", value=report.claimed)
         logger.info("session sweep finished", extra=report.model_dump(exclude={"flushes"}))
         return report
 
-    @staticmethod
-    def _count_send(report: SweepReport, flush: FlushView) -> None:
-        if flush.status == "queued":
-            report.sent += 1
+    def _send_all(self, tenant_id: str, flushes: list[dict], report: SweepReport) -> None:
+        """Send many claimed ranges (batched where the queue can) and mark the sent ones in one statement."""
+        if not flushes:
+            return
+        if self.queue is None:
+            raise RuntimeError("CONTEXTOS_CONVERSATION_QUEUE_URL is not set")
+        jobs = [self._job(tenant_id, f).model_dump(mode="json") for f in flushes]
+        send_many = getattr(self.queue, "send_many", None)
+        if send_many is not None:
+            accepted = send_many(jobs)
         else:
-            report.send_failures += 1
-        report.flushes.append(flush.model_dump(mode="json"))
+            accepted = []
+            for job in jobs:
+                try:
+                    self.queue.send(job)
+                    accepted.append(True)
+                except TransientError:
+                    accepted.append(False)
+        self.store.mark_enqueued_many(
+            tenant_id, [(f["session_id"], f["message_from"]) for f, ok in zip(flushes, accepted, strict=True) if ok]
+        )
+        sent = sum(accepted)
+        report.sent += sent
+        report.send_failures += len(flushes) - sent
+        report.flushes += [
+            FlushView.model_validate(f)
+            .model_copy(update={"status": "queued" if ok else f["status"]})
+            .model_dump(mode="json")
+            for f, ok in zip(flushes, accepted, strict=True)
+        ]
+        if sent < len(flushes):
+            logger.warning("flushes not sent; the next sweep sends them", extra={"unsent": len(flushes) - sent})
+        metrics.add_metric(name="FlushesQueued", unit="Count", value=sent)
+
+    @staticmethod
+    def _job(tenant_id: str, flush: dict) -> FlushJob:
+        return FlushJob(
+            tenant_id=tenant_id,
+            session_id=flush["session_id"],
+            message_from=flush["message_from"],
+            message_to=flush["message_to"],
+        )
 
     def _send(self, tenant_id: str, flush: dict) -> FlushView:
         """Put one claimed range on the conversation queue; a failed send stays pending for the sweeper."""
         view = FlushView.model_validate(flush)
         if self.queue is None:
             raise RuntimeError("CONTEXTOS_CONVERSATION_QUEUE_URL is not set")
-        job = FlushJob(
-            tenant_id=tenant_id,
-            session_id=flush["session_id"],
-            message_from=view.message_from,
-            message_to=view.message_to,
-        )
+        job = self._job(tenant_id, flush)
         try:
             self.queue.send(job.model_dump(mode="json"))
         except TransientError:

@@ -146,6 +146,19 @@ class ConversationStore:
                 [tenant_id, session_id, message_from],
             )
 
+    def mark_enqueued_many(self, tenant_id: str, ranges: list[tuple[str, int]]) -> None:
+        """``mark_enqueued`` for many (session, first message) ranges in one statement."""
+        if not ranges:
+            return
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute(
+                """UPDATE conversation_flushes AS f SET status = 'queued', enqueued_at = now(), updated_at = now()
+                   FROM unnest(%s::text[], %s::int[]) AS r(session_id, message_from)
+                   WHERE f.tenant_id = %s AND f.session_id = r.session_id AND f.message_from = r.message_from
+                     AND f.status = 'pending'""",
+                [[r[0] for r in ranges], [r[1] for r in ranges], tenant_id],
+            )
+
     def unsent_flushes(self, tenant_id: str, *, older_than_s: int, limit: int) -> list[dict]:
         """Claimed flushes whose queue message was never sent (the sender died after the claim)."""
         with self.db.tenant_tx(tenant_id) as conn:

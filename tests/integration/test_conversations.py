@@ -363,6 +363,25 @@ def test_concurrent_appends_past_fifty_claim_one_range(configured, tenant, servi
     assert len(conversation_queue("busy")) == 1
 
 
+def test_an_end_racing_appends_loses_no_accepted_message(configured, tenant, service, conversation_queue):
+    from contextos.errors import SessionEnded
+
+    say(service, tenant, "closing", [("user", "Opening line.")])
+
+    def append(i: int):
+        try:
+            return service.append(tenant, Provenance.user_turn, "closing", MessageCreate(role="user", content=f"{i}"))
+        except SessionEnded:
+            return None
+
+    results = run_together(*[lambda i=i: append(i) for i in range(10)], lambda: service.end(tenant, "closing"))
+    accepted = [r.seq for r in results[:-1] if r is not None]
+    found = flushes(tenant, "closing")
+    assert len(found) == 1 and found[0][:3] == (1, 1 + len(accepted), "end")  # every accepted message is in it
+    assert sorted(accepted) == list(range(2, 2 + len(accepted)))
+    assert len(conversation_queue("closing")) == 1
+
+
 # -- exactly-once extraction -------------------------------------------------------------------
 def test_a_redelivered_job_is_a_no_op(configured, tenant, service, conversation_queue):
     say(service, tenant, "again", PREFERENCE_CHAT)

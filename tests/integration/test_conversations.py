@@ -243,6 +243,34 @@ def test_ending_a_session_flushes_it_once_and_the_job_distils_it_by_speaker(
     assert by_label["jetbrains mono"]["provenance"] == "agent_turn"  # the assistant named it first
 
 
+def test_what_a_tool_or_a_third_party_said_first_keeps_their_lower_trust(
+    configured, tenant, service, conversation_queue
+):
+    from contextos.conversations import FlushJob
+
+    say(
+        service,
+        tenant,
+        "incident",
+        [
+            ("user", "Why is checkout slow today?"),
+            ("tool", "The Grafana dashboard shows a p99 latency of 840 ms for the checkout service since 14:00."),
+            ("assistant", "The Grafana dashboard points at the 14:00 deploy of the checkout service."),
+            ("third_party", "Vendor status page: the payment gateway has degraded performance in eu-west-1."),
+            ("user", "Roll back the checkout service deploy, then watch the payment gateway."),
+        ],
+    )
+    service.end(tenant, "incident")
+    (job,) = conversation_queue("incident")
+    service.process(FlushJob.model_validate(job))
+    with container.database().tenant_tx(tenant) as conn:
+        rows = conn.execute("SELECT label, provenance, base_trust FROM memories").fetchall()
+    by_label = {r["label"]: (r["provenance"], round(r["base_trust"], 2)) for r in rows}
+    assert by_label["Grafana dashboard"] == ("tool_output", 0.6)  # the assistant's echo does not raise it
+    assert by_label["Vendor status page"] == ("third_party", 0.55)
+    assert service.get(tenant, "incident").flushes[0].counts["by_provenance"]["tool_output"] >= 1
+
+
 def test_the_fiftieth_unflushed_message_flushes_the_range(configured, tenant, service, conversation_queue):
     threshold = service.settings.conversation.flush_messages
     appended = say(service, tenant, "long", [("user", f"Message number {i}.") for i in range(1, threshold + 2)])

@@ -156,6 +156,7 @@ class ConversationSettings(BaseModel):
     sweep_every_s: int = 5 * 60  # the sweeper's schedule (EventBridge rate; the local scheduler)
     sweep_batch: int = 500  # sessions claimed per tenant per sweeper statement
     resend_after_s: int = 60  # a claimed flush still unsent after this long is sent again by the sweeper
+    requeue_after_s: int = 3600  # a sent flush untouched this long (its message lost, e.g. in the DLQ) is sent again
     stale_processing_s: int = 600  # a flush held longer than this by a worker that died is taken over
     max_attempts: int = 3  # receives before a flush ends as failed (the queue's DLQ threshold)
     min_concepts: int = 3  # asked of the model; fewer only when the log holds fewer

@@ -568,3 +568,22 @@ def test_a_sweep_that_cannot_send_leaves_its_claims_pending_for_the_next(
     assert service.sweep().resent >= 1
     assert flushes(tenant, "quiet") == [(1, 1, "idle", "queued")]
     assert [(j["message_from"], j["message_to"]) for j in conversation_queue("quiet")] == [(1, 1)]
+
+
+def test_a_sent_range_whose_message_was_lost_is_sent_again_after_an_hour(
+    configured, tenant, service, conversation_queue
+):
+    say(service, tenant, "dead-letter", [("user", "Our SLO for search is 300 ms at p95.")])
+    service.end(tenant, "dead-letter")
+    assert len(conversation_queue("dead-letter")) == 1  # taken off the queue and lost (say, dead-lettered)
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE conversation_flushes SET updated_at = now() - interval '50 minutes'")
+    service.sweep()
+    assert conversation_queue("dead-letter") == []  # within the hour: its message may still be on its way
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE conversation_flushes SET updated_at = now() - interval '61 minutes'")
+    assert service.sweep().resent >= 1
+    assert [(j["message_from"], j["message_to"]) for j in conversation_queue("dead-letter")] == [(1, 1)]
+    service.sweep()  # sent again just now: not again until another hour has passed
+    assert conversation_queue("dead-letter") == []
+    assert flushes(tenant, "dead-letter") == [(1, 1, "end", "queued")]

@@ -47,7 +47,7 @@ class JobQueue(Protocol):
 class SweepReport(BaseModel):
     tenants: int = 0
     claimed: int = 0  # idle sessions whose unflushed range was claimed now
-    resent: int = 0  # claims found unsent and sent again
+    resent: int = 0  # claims found unsent (or sent long ago and never taken) and sent again
     sent: int = 0
     send_failures: int = 0  # left pending for the next sweep
     flushes: list[dict] = Field(default_factory=list)
@@ -126,7 +126,9 @@ class ConversationService:
                 self._send_all(tenant_id, claimed, report)
                 if len(claimed) < cfg.sweep_batch:
                     break
-            unsent = self.store.unsent_flushes(tenant_id, older_than_s=cfg.resend_after_s, limit=cfg.sweep_batch)
+            unsent = self.store.unsent_flushes(
+                tenant_id, older_than_s=cfg.resend_after_s, requeue_after_s=cfg.requeue_after_s, limit=cfg.sweep_batch
+            )
             report.resent += len(unsent)
             self._send_all(tenant_id, unsent, report)
         metrics.add_metric(name="SessionsFlushedIdle", unit="Count", value=report.claimed)

@@ -147,7 +147,7 @@ class ConversationStore:
             )
 
     def mark_enqueued_many(self, tenant_id: str, ranges: list[tuple[str, int]]) -> None:
-        """``mark_enqueued`` for many (session, first message) ranges in one statement."""
+        """Record that (session, first message) ranges were sent now, in one statement."""
         if not ranges:
             return
         with self.db.tenant_tx(tenant_id) as conn:
@@ -155,19 +155,21 @@ class ConversationStore:
                 """UPDATE conversation_flushes AS f SET status = 'queued', enqueued_at = now(), updated_at = now()
                    FROM unnest(%s::text[], %s::int[]) AS r(session_id, message_from)
                    WHERE f.tenant_id = %s AND f.session_id = r.session_id AND f.message_from = r.message_from
-                     AND f.status = 'pending'""",
+                     AND f.status IN ('pending', 'queued')""",
                 [[r[0] for r in ranges], [r[1] for r in ranges], tenant_id],
             )
 
-    def unsent_flushes(self, tenant_id: str, *, older_than_s: int, limit: int) -> list[dict]:
-        """Claimed flushes whose queue message was never sent (the sender died after the claim)."""
+    def unsent_flushes(self, tenant_id: str, *, older_than_s: int, requeue_after_s: int, limit: int) -> list[dict]:
+        """Claimed flushes whose queue message was never sent (the sender died after the claim), and
+        sent ones nobody has touched for ``requeue_after_s`` (their message was lost or dead-lettered)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 f"""SELECT {FLUSH_COLUMNS} FROM conversation_flushes
-                    WHERE tenant_id = %s AND status = 'pending'
-                      AND updated_at < now() - %s::interval
+                    WHERE tenant_id = %s
+                      AND ((status = 'pending' AND updated_at < now() - %s::interval)
+                           OR (status = 'queued' AND updated_at < now() - %s::interval))
                     ORDER BY updated_at LIMIT %s""",
-                [tenant_id, timedelta(seconds=older_than_s), limit],
+                [tenant_id, timedelta(seconds=older_than_s), timedelta(seconds=requeue_after_s), limit],
             ).fetchall()
 
     # -- the conversation function ---------------------------------------------------------

@@ -23,9 +23,10 @@ CREATE TABLE IF NOT EXISTS conversation_flushes (
     CHECK (message_to >= message_from),
     FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id) ON DELETE CASCADE
 );
--- The sweeper re-sends flushes whose send never happened (a crash between commit and send).
+-- The sweeper re-sends flushes whose send never happened (a crash between commit and send) and
+-- sent ones nobody took for an hour (a lost or dead-lettered message).
 CREATE INDEX IF NOT EXISTS conversation_flushes_unsent
-    ON conversation_flushes (tenant_id, updated_at) WHERE status = 'pending';
+    ON conversation_flushes (tenant_id, updated_at) WHERE status IN ('pending', 'queued');
 
 -- The sweeper's idle scan: open sessions with unflushed messages, oldest activity first.
 CREATE INDEX IF NOT EXISTS sessions_idle

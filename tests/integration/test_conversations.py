@@ -587,3 +587,45 @@ def test_a_sent_range_whose_message_was_lost_is_sent_again_after_an_hour(
     service.sweep()  # sent again just now: not again until another hour has passed
     assert conversation_queue("dead-letter") == []
     assert flushes(tenant, "dead-letter") == [(1, 1, "end", "queued")]
+
+
+def test_at_most_ten_memories_are_kept_per_range_the_most_important_first(
+    configured, tenant, service, conversation_queue
+):
+    from contextos.conversations import FlushJob, TurnConcept
+
+    topics = [
+        f"Topic {name}" for name in "Alpha Bravo Charlie Delta Echo Foxtrot Golf Hotel India Juliet Kilo Lima".split()
+    ]
+
+    class GenerousExtractor:
+        model_id = "generous"
+
+        def extract(self, text, *, domain, known=None):
+            raise AssertionError("documents are not extracted here")
+
+        def extract_conversation(self, turns, *, known=None, min_concepts=3, max_concepts=10):
+            assert (min_concepts, max_concepts) == (3, 10)
+            made = [
+                TurnConcept(
+                    label=label,
+                    definition=f"The user described {label.lower()} as a durable part of the roadmap this quarter.",
+                    type="fact",
+                    importance=1 + i % 10,
+                    turns=[1],
+                )
+                for i, label in enumerate(topics)
+            ]
+            return [*made, TurnConcept(label="Bad", definition="too short", type="fact", importance=10, turns=[1])]
+
+    say(service, tenant, "many", [("user", "Here is the whole roadmap for this quarter.")])
+    service.end(tenant, "many")
+    (job,) = conversation_queue("many")
+    service.extractor = lambda: GenerousExtractor()
+    service.process(FlushJob.model_validate(job))
+    counts_ = service.get(tenant, "many").flushes[0].counts
+    assert counts_["extracted"] == 13 and counts_["clamped"] == 3 and counts_["memories_created"] == 10
+    with container.database().tenant_tx(tenant) as conn:
+        kept = {r["label"] for r in conn.execute("SELECT label FROM memories")}
+    assert "Bad" not in kept  # an invalid concept never takes a valid one's place
+    assert kept == {label for i, label in enumerate(topics) if 1 + i % 10 > 1}  # the two least important dropped

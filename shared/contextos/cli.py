@@ -73,7 +73,12 @@ class _Target:
 def cmd_dev(args: argparse.Namespace) -> int:
     from contextos.local.stack import LocalStack
 
-    stack = LocalStack(api_port=args.port, moto_port=args.moto_port, lifecycle_every_s=args.lifecycle_every).start()
+    stack = LocalStack(
+        api_port=args.port,
+        moto_port=args.moto_port,
+        lifecycle_every_s=args.lifecycle_every,
+        sweep_every_s=args.sweep_every,
+    ).start()
     state = stack.state()
     print(f"ContextOS local stack on {state['api_url']}  (API key: {state['api_key']}, tenant: {state['tenant']})")
     print(
@@ -199,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=8787)
     dev.add_argument("--moto-port", type=int, default=0)
     dev.add_argument("--lifecycle-every", type=float, default=4 * 3600, help="seconds between lifecycle scans")
+    dev.add_argument(
+        "--sweep-every", type=float, default=None, help="seconds between session sweeps (default: 300, as deployed)"
+    )
     dev.set_defaults(func=cmd_dev)
 
     def api_flags(p: argparse.ArgumentParser) -> None:

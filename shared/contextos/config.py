@@ -188,6 +188,27 @@ class ReportSettings(BaseModel):
     reports_kept: int = 30  # stored governance reports per tenant
 
 
+class ConversationSettings(BaseModel):
+    """S8: when a session's buffered messages are flushed into memory, and how they are read."""
+
+    flush_messages: int = 50  # unflushed messages that trigger a flush on append
+    idle_flush_s: int = 15 * 60  # a session idle this long is flushed by the sweeper
+    sweep_every_s: int = 5 * 60  # the sweeper's schedule (EventBridge rate; the local scheduler)
+    sweep_batch: int = 500  # sessions claimed per tenant per sweeper statement
+    resend_after_s: int = 60  # a claimed flush still unsent after this long is sent again by the sweeper
+    requeue_after_s: int = 3600  # a sent flush untouched this long (its message lost, e.g. in the DLQ) is sent again
+    stale_processing_s: int = 600  # a flush held longer than this by a worker that died is taken over
+    max_attempts: int = 3  # receives before a flush ends as failed (the queue's DLQ threshold)
+    min_concepts: int = 3  # asked of the model; fewer only when the log holds fewer
+    max_concepts: int = 10  # kept per flush, most important first
+    max_message_chars: int = 32_000  # one message's content
+    max_session_id_chars: int = 200
+    recent_turns: int = 6  # turns of the session that inform a context query's analysis
+    recent_turn_chars: int = 2_000  # of each recent turn, for query analysis
+    # system turns configure the agent; they are kept in the log but not distilled into memories
+    extract_roles: list[str] = Field(default_factory=lambda: ["user", "assistant", "tool", "third_party"])
+
+
 class BedrockSettings(BaseModel):
     """Model ids for the Bedrock adapters."""
 
@@ -240,6 +261,7 @@ class Settings(BaseSettings):
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     merge: MergeSettings = Field(default_factory=MergeSettings)
     reports: ReportSettings = Field(default_factory=ReportSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
 
     @property
     def raw_bucket_name(self) -> str:

@@ -130,7 +130,35 @@ def memories():  # -> MemoryService
 def retrieval():  # -> RetrievalService
     from contextos.services.retrieval import RetrievalService
 
-    return RetrievalService(settings=get_settings(), store=memory_store(), embedder=embedder())
+    return RetrievalService(
+        settings=get_settings(), store=memory_store(), embedder=embedder(), recent_turns=conversations().recent_turns
+    )
+
+
+@lru_cache(maxsize=1)
+def admission():  # -> Admission
+    from contextos.services.admission import Admission
+
+    return Admission(settings=get_settings(), store=memory_store(), embedder=embedder())
+
+
+@lru_cache(maxsize=1)
+def conversations():  # -> ConversationService
+    """Sessions (S8). Extraction and admission are bound lazily: the API and the sweeper never use them."""
+    from contextos.adapters import SqsQueue
+    from contextos.services.conversations import ConversationService
+    from contextos.store.conversations import ConversationStore
+
+    settings = get_settings()
+    queue = SqsQueue(aws_client("sqs"), settings.conversation_queue_url) if settings.conversation_queue_url else None
+    return ConversationService(
+        settings=settings,
+        store=ConversationStore(database()),
+        tenant_ids=memory_store().tenant_ids,
+        queue=queue,
+        extractor=extractor,
+        admission=admission,
+    )
 
 
 @lru_cache(maxsize=1)
@@ -172,6 +200,8 @@ def reset() -> None:
         lifecycle,
         idempotency_store,
         reports,
+        admission,
+        conversations,
     ):
         factory.cache_clear()
     reset_settings()

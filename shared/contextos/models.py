@@ -70,6 +70,8 @@ class Concept(BaseModel):
     type: str = "fact"
     importance: int = 5
     related: list[str] = Field(default_factory=list)
+    # Who said it, when one source mixes speakers (S8: by speaker role); None = the source's own.
+    provenance: Provenance | None = None
 
 
 class ValidationReport(BaseModel):
@@ -137,6 +139,7 @@ class StoreResult(BaseModel):
     items: int = 0
     edges: int = 0
     memory_ids: list[UUID] = Field(default_factory=list)
+    already_stored: bool = False  # the source was stored before (a redelivered conversation job)
 
 
 class ScoreBreakdown(BaseModel):
@@ -250,6 +253,8 @@ class MemorySource(BaseModel):
     document_id: UUID | None = None
     filename: str | None = None
     session_id: str | None = None
+    message_from: int | None = None  # the session's message range it came from
+    message_to: int | None = None
     label: str
     definition: str
     importance: int

@@ -110,3 +110,57 @@ def test_the_stacks_daily_governance_schedule_feeds_the_report_routes_and_the_cl
 
     assert main(["report", "health", "--api", stack.api_url, "--key", "ctx_local_dev_key"]) == 0
     assert json.loads(capsys.readouterr().out)["components"][0]["name"] == "coverage"
+
+
+def wait_flushed(stack, session_id, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _, session = http(stack, "GET", f"/v1/sessions/{session_id}")
+        if session["flushes"] and all(f["status"] in ("done", "failed") for f in session["flushes"]):
+            return session
+        time.sleep(0.2)
+    raise AssertionError("the session was not distilled in time")
+
+
+def test_a_preference_stated_in_one_conversation_is_in_the_context_of_the_next(stack):
+    turns = [
+        ("user", "Can you set up my editor for the new laptop?"),
+        ("assistant", "Sure. Which colour theme do you like for the editor?"),
+        ("user", "I prefer dark mode in every editor and terminal. Light themes hurt my eyes at night."),
+        ("assistant", "Noted: dark mode everywhere. I will set the font to JetBrains Mono as well."),
+        ("user", "Great, thanks."),
+    ]
+    for role, content in turns:
+        status, _ = http(stack, "POST", "/v1/sessions/e2e-setup/messages", {"role": role, "content": content})
+        assert status == 201
+    status, ended = http(stack, "POST", "/v1/sessions/e2e-setup/end")
+    assert status == 200 and ended["status"] == "ended"
+    session = wait_flushed(stack, "e2e-setup")  # the conversation poller ran functions/conversation
+    assert session["flushes"][0]["status"] == "done", session["flushes"][0]["error"]
+
+    http(stack, "POST", "/v1/sessions/e2e-later/messages", {"role": "user", "content": "Let's configure my terminal."})
+    status, result = http(
+        stack, "POST", "/v1/context", {"query": "which colour theme does the user prefer?", "session_id": "e2e-later"}
+    )
+    assert status == 200
+    assert "dark mode" in result["context"].lower()
+    preference = next(m for m in result["memories"] if m["label"].lower() == "dark mode")
+    assert preference["type"] == "preference" and preference["source_ids"] == ["session:e2e-setup"]
+    _, detail = http(stack, "GET", f"/v1/memories/{preference['id']}")
+    assert detail["provenance"] == "user_turn"
+    assert [(s["session_id"], s["message_from"], s["message_to"]) for s in detail["sources"]] == [("e2e-setup", 1, 5)]
+    _, later = http(stack, "GET", "/v1/sessions/e2e-later")
+    assert later["message_count"] == 1 and later["flushes"] == []  # the context query stored nothing in it
+
+
+def test_the_stacks_sweeper_schedule_flushes_an_idle_session(stack):
+    http(stack, "POST", "/v1/sessions/e2e-idle/messages", {"role": "user", "content": "Our standup moved to 9:30."})
+    with container.database().tenant_tx("local") as conn:
+        conn.execute("UPDATE sessions SET last_message_at = now() - interval '16 minutes' WHERE id = 'e2e-idle'")
+    sweeper = next(w for w in stack.workers if getattr(w, "function", None) == "sweeper")
+    assert sweeper.every_s == 300  # the EventBridge rate of the deployed rule
+    report = sweeper.fire()  # the scheduled event through functions/sweeper
+    assert report["claimed"] >= 1 and report["send_failures"] == 0
+    session = wait_flushed(stack, "e2e-idle")
+    assert [(f["trigger"], f["status"]) for f in session["flushes"]] == [("idle", "done")]
+    assert session["status"] == "open"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +26,8 @@ class RetrievalService:
     settings: Settings
     store: MemoryStore
     embedder: Embedder
+    # (tenant, session) → the session's last turns, which inform query analysis (S8); read only
+    recent_turns: Callable[[str, str], list[str]] | None = None
 
     def context(
         self, tenant_id: str, request: ContextRequest, *, query_vector: list[float] | None = None
@@ -33,10 +36,11 @@ class RetrievalService:
         already hold it)."""
         cfg = self.settings.retrieval
         recipe = self._recipe(request.recipe)
-        analysis = analyze(request.query)
+        turns = self.recent_turns(tenant_id, request.session_id) if request.session_id and self.recent_turns else []
+        analysis = analyze(request.query, recent_turns=turns)
         intent = analysis.intent
         if query_vector is None:
-            query_vector = self.embedder.embed([request.query])[0]
+            query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
         rows, found = self._search(tenant_id, analysis, query_vector)
         pinned = self._candidates(self.store.pinned_rows(tenant_id, query_vector), {}, pinned=True)
         pinned_ids = {c.id for c in pinned}

@@ -15,8 +15,9 @@ from uuid import UUID
 from contextos.config import DecaySettings, MergeSettings
 from contextos.errors import NotFound
 from contextos.lsh import SIGNATURE_BITS, band_key_sql, bands_sql, max_hamming, signatures
-from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
+from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
 from contextos.normalization import acronyms, initials
+from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.db import Database
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
@@ -141,14 +142,38 @@ class MemoryStore:
         raw_text: str | None = None,
         raw_s3_key: str | None = None,
     ) -> StoreResult:
-        """Merge or create memories, record every occurrence, add edges and finish the document.
+        """``store_concepts`` for a document (the provenance lives on each candidate)."""
+        source = DocumentSource(
+            document_id=document_id,
+            provenance=candidates[0].provenance if candidates else Provenance.user_upload,
+            source_type=source_type,
+            domain=domain,
+            counts=counts,
+            raw_text=raw_text,
+            raw_s3_key=raw_s3_key,
+        )
+        return self.store_concepts(tenant_id, candidates, source, embedder_id=embedder_id)
+
+    def store_concepts(
+        self,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        source: ConceptSource,
+        *,
+        embedder_id: str,
+    ) -> StoreResult:
+        """Merge or create memories, record every occurrence, add edges and finish the source
+        (a document's status and counts, or a conversation flush).
 
         One transaction under the tenant's row lock: the merge decisions that look at existing
         memories (acronyms, near duplicates) cannot race a concurrent ingest, and the upserts
-        make a crash or a redelivery leave nothing half-written.
+        make a crash or a redelivery leave nothing half-written. A conversation range already
+        stored (a redelivered job racing its first run) writes nothing.
         """
         with self.db.tenant_tx(tenant_id) as conn:
             hot = self._lock_tenant(conn, tenant_id)
+            if isinstance(source, SessionSource) and self._flush_done(conn, tenant_id, source):
+                return StoreResult(already_stored=True)
             lsh_signatures = signatures([c.embedding for c in candidates])
             merge_into, merge_reasons = (
                 self._merge_targets(conn, tenant_id, candidates, lsh_signatures) if hot else ({}, {})
@@ -179,7 +204,7 @@ class MemoryStore:
             merge_counts = {
                 reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())
             }
-            document_counts = counts | {
+            source_counts = source.counts | {
                 "memories_created": result.created,
                 "memories_merged": result.merged,
                 "merged_by": merge_counts,
@@ -189,20 +214,50 @@ class MemoryStore:
             # Nothing below reads a result: one pipelined round trip instead of one per statement.
             with conn.pipeline():
                 self._write_vectors(conn, tenant_id, memories, rows, embedder_id, memory_signatures)
-                self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
+                self._insert_items(conn, tenant_id, source, candidates, final_keys, ids)
                 self._upsert_related_edges(conn, tenant_id, pairs)
                 if created:
                     conn.execute(
                         "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
                         [created, tenant_id],
                     )
+                self._finish_source(conn, tenant_id, source, source_counts)
+        return result
+
+    @staticmethod
+    def _flush_done(conn: Any, tenant_id: str, source: SessionSource) -> bool:
+        row = conn.execute(
+            """SELECT status FROM conversation_flushes
+               WHERE tenant_id = %s AND session_id = %s AND message_from = %s FOR UPDATE""",
+            [tenant_id, source.session_id, source.message_from],
+        ).fetchone()
+        return row is not None and row["status"] == "done"
+
+    @staticmethod
+    def _finish_source(conn: Any, tenant_id: str, source: ConceptSource, counts: dict[str, Any]) -> None:
+        """The source's own bookkeeping, in the memories' transaction."""
+        match source:
+            case DocumentSource():
                 conn.execute(
                     """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
                               raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
                        WHERE tenant_id = %s AND id = %s""",
-                    [source_type, domain, raw_text, raw_s3_key, Jsonb(document_counts), tenant_id, document_id],
+                    [
+                        source.source_type,
+                        source.domain,
+                        source.raw_text,
+                        source.raw_s3_key,
+                        Jsonb(counts),
+                        tenant_id,
+                        source.document_id,
+                    ],
                 )
-        return result
+            case SessionSource():
+                conn.execute(
+                    """UPDATE conversation_flushes SET status = 'done', error = NULL, counts = %s, updated_at = now()
+                       WHERE tenant_id = %s AND session_id = %s AND message_from = %s""",
+                    [Jsonb(counts), tenant_id, source.session_id, source.message_from],
+                )
 
     def add_memories(
         self,
@@ -498,20 +553,30 @@ class MemoryStore:
     def _insert_items(
         conn: Any,
         tenant_id: str,
-        document_id: UUID,
+        source: ConceptSource,
         candidates: Sequence[MemoryCandidate],
         final_keys: list[str],
         ids: dict[str, UUID],
     ) -> None:
-        """One memory_item per occurrence, under the memory it ended in."""
+        """One memory_item per occurrence, under the memory it ended in, pointing at its source
+        (the document, or the session and message range)."""
         if not candidates:
             return
+        document_id = source.document_id if isinstance(source, DocumentSource) else None
+        session = (
+            (source.session_id, source.message_from, source.message_to)
+            if isinstance(source, SessionSource)
+            else (None, None, None)
+        )
         conn.execute(
-            """INSERT INTO memory_items (tenant_id, memory_id, document_id, label, definition, importance)
-               SELECT %s, m, %s, l, d, i FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[]) AS t(m, l, d, i)""",
+            """INSERT INTO memory_items (tenant_id, memory_id, document_id, session_id, message_from, message_to,
+                                         label, definition, importance)
+               SELECT %s, m, %s, %s, %s, %s, l, d, i
+               FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[]) AS t(m, l, d, i)""",
             [
                 tenant_id,
                 document_id,
+                *session,
                 [ids[k] for k in final_keys],
                 [c.label for c in candidates],
                 [c.definition for c in candidates],
@@ -545,7 +610,8 @@ class MemoryStore:
         """Every occurrence behind a memory (memory → documents and sessions)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                """SELECT i.document_id, d.filename, i.session_id, i.label, i.definition, i.importance, i.created_at
+                """SELECT i.document_id, d.filename, i.session_id, i.message_from, i.message_to, i.label, i.definition,
+                          i.importance, i.created_at
                    FROM memory_items i LEFT JOIN documents d ON d.tenant_id = i.tenant_id AND d.id = i.document_id
                    WHERE i.tenant_id = %s AND i.memory_id = %s ORDER BY i.created_at""",
                 [tenant_id, memory_id],

@@ -37,7 +37,11 @@ def database() -> Database:
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
-    return MemoryStore(database(), get_settings().decay, get_settings().merge)
+    from contextos.store.governance import ContradictionGate
+
+    settings = get_settings()
+    gate = ContradictionGate(judge(), settings.governance, settings.retrieval.exact_scan_max_rows)
+    return MemoryStore(database(), settings.decay, settings.merge, gate=gate)
 
 
 @lru_cache(maxsize=1)
@@ -140,6 +144,16 @@ def lifecycle():  # -> LifecycleService
     return LifecycleService(store=memory_store(), housekeeping=[idempotency_store().purge_expired])
 
 
+@lru_cache(maxsize=1)
+def governance():  # -> GovernanceService
+    from contextos.services.governance import GovernanceService
+    from contextos.store.governance import GovernanceStore
+
+    return GovernanceService(
+        settings=get_settings(), store=memory_store(), governance=GovernanceStore(database()), embedder=embedder()
+    )
+
+
 def reset() -> None:
     """Drop every cached object (closing the pool) so the next call reads settings afresh."""
     if database.cache_info().currsize:
@@ -157,6 +171,7 @@ def reset() -> None:
         retrieval,
         lifecycle,
         idempotency_store,
+        governance,
     ):
         factory.cache_clear()
     reset_settings()

@@ -43,6 +43,11 @@ class Unauthorized(ContextOSError):
     status = 401
 
 
+class Forbidden(ContextOSError):
+    code = "forbidden"
+    status = 403
+
+
 class NotFound(ContextOSError):
     code = "not_found"
     status = 404

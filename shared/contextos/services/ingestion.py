@@ -24,7 +24,6 @@ from contextos.errors import (
 from contextos.extraction import ConceptExtractor
 from contextos.extraction.validation import validate
 from contextos.models import (
-    BASE_TRUST,
     Concept,
     DocumentAccepted,
     DocumentCreate,
@@ -36,6 +35,7 @@ from contextos.models import (
 from contextos.normalization import estimate_tokens, norm_key
 from contextos.observability import logger, metrics
 from contextos.parsing import content_hash, pack_sections, parse_document, safe_filename, split_sections
+from contextos.services.governance import TrustGate
 from contextos.store.repository import MemoryStore
 
 _TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
@@ -224,6 +224,8 @@ class IngestionService:
             concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
         )
         candidates = self._candidates(report.accepted, Provenance(claimed["provenance"]))
+        # -- governance (issue #6): the trust gate; held candidates go to the review queue only --
+        candidates, held = TrustGate(self.settings).split(candidates, source_text=parsed.text)
         raw_text, raw_key = self._keep_raw_text(tenant_id, document_id, parsed.text)
         counts = {
             "extraction_calls": calls,
@@ -245,6 +247,7 @@ class IngestionService:
             counts=counts,
             raw_text=raw_text,
             raw_s3_key=raw_key,
+            held=held,  # governance (issue #6)
         )
         # Off the document's transaction: move fresh vectors into the ANN index.
         self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
@@ -295,7 +298,7 @@ class IngestionService:
                 embedding=vector,
                 decay_rate=decay_rate(c.importance, c.type, self.settings.decay),
                 provenance=provenance,
-                base_trust=BASE_TRUST[provenance],
+                base_trust=self.settings.governance.trust_of(provenance),
             )
             for c, key, vector in zip(concepts, keys, vectors, strict=True)
         ]

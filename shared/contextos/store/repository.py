@@ -14,10 +14,12 @@ from uuid import UUID
 
 from contextos.config import DecaySettings, MergeSettings
 from contextos.errors import NotFound
+from contextos.governance_models import HeldCandidate
 from contextos.lsh import band_keys
 from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.store.db import Database
+from contextos.store.governance import ContradictionGate, GateOutcome, GovernanceStore, write_audit
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
 from psycopg.types.json import Jsonb
@@ -29,10 +31,17 @@ DOCUMENT_COLUMNS = (
 
 
 class MemoryStore:
-    def __init__(self, db: Database, decay: DecaySettings, merge: MergeSettings | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        decay: DecaySettings,
+        merge: MergeSettings | None = None,
+        gate: ContradictionGate | None = None,
+    ) -> None:
         self.db = db
         self.decay = decay
         self.merge = merge or MergeSettings()
+        self.gate = gate  # the S7 contradiction gate; None admits without judging (benchmarks, tests)
 
     # -- tenants ---------------------------------------------------------------------------
     def tenant_ids(self) -> list[str]:
@@ -140,6 +149,8 @@ class MemoryStore:
         counts: dict[str, Any],
         raw_text: str | None = None,
         raw_s3_key: str | None = None,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
     ) -> StoreResult:
         """Merge or create memories, record every occurrence, add edges and finish the document.
 
@@ -148,56 +159,105 @@ class MemoryStore:
         make a crash or a redelivery leave nothing half-written.
         """
         with self.db.tenant_tx(tenant_id) as conn:
-            hot = self._lock_tenant(conn, tenant_id)
-            merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates) if hot else ({}, {})
-            final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
-            memories = _one_per_key(candidates, final_keys)
-            rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
-            ids = {r["norm_key"]: r["id"] for r in rows}
-            remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
-            pairs = sorted(
-                {
-                    (ids[key], ids[remap.get(r, r)])
-                    for c, key in zip(candidates, final_keys, strict=True)
-                    for r in c.related_keys
-                    if remap.get(r, r) in ids and remap.get(r, r) != key
-                }
+            result, admitted_counts = self.admit(
+                conn, tenant_id, candidates, embedder_id=embedder_id, document_id=document_id, held=held, actor=actor
             )
-            created = sum(1 for r in rows if r["inserted"])
-            result = StoreResult(
-                created=created,
-                merged=len(candidates) - created,
-                items=len(candidates),
-                edges=len(pairs),
-                memory_ids=[r["id"] for r in rows],
+            conn.execute(
+                """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
+                          raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
+                   WHERE tenant_id = %s AND id = %s""",
+                [
+                    source_type,
+                    domain,
+                    raw_text,
+                    raw_s3_key,
+                    Jsonb(counts | admitted_counts),
+                    tenant_id,
+                    document_id,
+                ],
             )
-            merge_counts = {
-                reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())
-            }
-            document_counts = counts | {
-                "memories_created": result.created,
-                "memories_merged": result.merged,
-                "merged_by": merge_counts,
-                "items": result.items,
-                "edges": result.edges,
-            }
-            # Nothing below reads a result: one pipelined round trip instead of one per statement.
-            with conn.pipeline():
-                self._write_vectors(conn, tenant_id, memories, rows, embedder_id)
-                self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
-                self._upsert_related_edges(conn, tenant_id, pairs)
-                if created:
-                    conn.execute(
-                        "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
-                        [created, tenant_id],
-                    )
-                conn.execute(
-                    """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
-                              raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
-                       WHERE tenant_id = %s AND id = %s""",
-                    [source_type, domain, raw_text, raw_s3_key, Jsonb(document_counts), tenant_id, document_id],
-                )
         return result
+
+    def admit(
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        embedder_id: str,
+        document_id: UUID | None = None,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
+    ) -> tuple[StoreResult, dict[str, Any]]:
+        """S4 step 7 inside the caller's transaction, for any source: the tenant lock, merges, the
+        contradiction gate (S7), upserts, items, edges and audit rows. Held candidates (the trust
+        gate's) go to the review queue only. Returns the result and its counts."""
+        hot = self._lock_tenant(conn, tenant_id)
+        # -- governance (issue #6): held candidates land in the review queue and nowhere else --
+        review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor, document_id=document_id)
+        merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates) if hot else ({}, {})
+        final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
+        # -- governance (issue #6): the contradiction gate, under the tenant lock --------------
+        gate = (
+            self.gate.judge_batch(
+                conn, tenant_id, candidates, final_keys, hot_memories=hot, dialect=self.db.dialect.name
+            )
+            if self.gate
+            else GateOutcome()
+        )
+        for i, superseded in gate.supersedes.items():
+            # A candidate that contradicts the memory it would merge into stands alone instead.
+            if final_keys[i] != candidates[i].norm_key and final_keys[i] in {gate.keys[m] for m in superseded}:
+                merge_into.pop(i, None)
+                merge_reasons.pop(i, None)
+                final_keys[i] = candidates[i].norm_key
+        ContradictionGate.close_superseded(conn, tenant_id, gate)
+        memories = _one_per_key(candidates, final_keys)
+        rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
+        ids = {r["norm_key"]: r["id"] for r in rows}
+        remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
+        pairs = sorted(
+            {
+                (ids[key], ids[remap.get(r, r)])
+                for c, key in zip(candidates, final_keys, strict=True)
+                for r in c.related_keys
+                if remap.get(r, r) in ids and remap.get(r, r) != key
+            }
+        )
+        created = sum(1 for r in rows if r["inserted"])
+        result = StoreResult(
+            created=created,
+            merged=len(candidates) - created,
+            items=len(candidates),
+            edges=len(pairs),
+            memory_ids=[r["id"] for r in rows],
+        )
+        merge_counts = {reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())}
+        admitted_counts = {
+            "memories_created": result.created,
+            "memories_merged": result.merged,
+            "merged_by": merge_counts,
+            "items": result.items,
+            "edges": result.edges,
+            "held_for_review": len(review_ids),
+            "judged": gate.judged,
+            "superseded": len(gate.superseded_ids),
+            "corroborated": sum(len(v) for v in gate.corroborates.values()),
+        }
+        # Nothing below reads a result: one pipelined round trip instead of one per statement.
+        with conn.pipeline():
+            self._write_vectors(conn, tenant_id, memories, rows, embedder_id)
+            self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
+            self._upsert_related_edges(conn, tenant_id, pairs)
+            if created:
+                conn.execute(
+                    "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
+                    [created, tenant_id],
+                )
+            if self.gate:
+                self.gate.link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
+            write_audit(conn, tenant_id, _admission_audit(rows, actor, document_id))
+        return result, admitted_counts
 
     def add_memories(
         self,
@@ -465,7 +525,7 @@ class MemoryStore:
     def _insert_items(
         conn: Any,
         tenant_id: str,
-        document_id: UUID,
+        document_id: UUID | None,
         candidates: Sequence[MemoryCandidate],
         final_keys: list[str],
         ids: dict[str, UUID],
@@ -839,6 +899,15 @@ def _candidate_columns(candidates: Sequence[MemoryCandidate]) -> dict[str, list]
         "provs": [c.provenance.value for c in candidates],
         "trusts": [c.base_trust for c in candidates],
     }
+
+
+def _admission_audit(rows: Sequence[dict], actor: str, document_id: UUID | None) -> list[dict]:
+    """One audit row per memory an admission created or merged into."""
+    source = {"document_id": str(document_id)} if document_id else {}
+    return [
+        {"actor": actor, "action": "admitted" if r["inserted"] else "merged", "memory_id": r["id"], "details": source}
+        for r in rows
+    ]
 
 
 def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[MemoryCandidate]:

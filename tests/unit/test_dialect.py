@@ -34,7 +34,7 @@ def test_postgres_ddl_uses_hnsw_and_row_level_security():
     sql = rendered("postgres")
     assert "CREATE EXTENSION IF NOT EXISTS vector" in sql
     assert "USING hnsw (embedding vector_cosine_ops)" in sql
-    assert sql.count("ENABLE ROW LEVEL SECURITY") == 12
+    assert sql.count("ENABLE ROW LEVEL SECURITY") == 13  # 0011 adds audit_chain_heads
 
 
 def test_search_breadth_is_set_per_transaction_in_each_dialect():

@@ -20,6 +20,7 @@ from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.store.db import Database
 from contextos.store.governance import ContradictionGate, GateOutcome, GovernanceStore, write_audit
+from contextos.store.history import corroborations
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
 from psycopg.types.json import Jsonb
@@ -726,6 +727,7 @@ class MemoryStore:
             return conn.execute(
                 f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                            m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
                            COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
@@ -740,6 +742,7 @@ class MemoryStore:
             return conn.execute(
                 f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                            m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
                            COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
@@ -876,7 +879,8 @@ class MemoryStore:
                 f"""SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.strength_anchor,
                            m.strength_anchor_at, m.strength, m.band, m.access_count, m.last_accessed_at,
                            m.tier, m.state, m.provenance, m.base_trust, v.embedder_id, m.decay_rate,
-                           m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now
+                           m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now,
+                           m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.superseded_by
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                     WHERE m.tenant_id = %s AND m.id = %s""",

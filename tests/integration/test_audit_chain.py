@@ -6,6 +6,7 @@ Tampering needs the table owner with the append-only trigger out of the way
 attacker the chain exists to expose.
 """
 
+import itertools
 import threading
 from contextlib import contextmanager
 
@@ -46,7 +47,7 @@ def test_every_insert_is_chained_by_the_database(ten_entries):
     rows = chain(ten_entries)
     assert [r["chain_seq"] for r in rows] == list(range(1, 11))
     assert rows[0]["prev_hash"] == GENESIS_HASH
-    for before, after in zip(rows, rows[1:], strict=False):
+    for before, after in itertools.pairwise(rows):
         assert after["prev_hash"] == before["hash"]
     assert all(entry_hash(r) == r["hash"] for r in rows)  # Python rebuilds the trigger's canonical text
     head = container.governance().governance.audit_head(ten_entries)
@@ -140,7 +141,9 @@ def test_verify_detects_a_reordering(ten_entries, database_url):
                WHERE tenant_id = %s AND chain_seq IN (6, 7)""",
             [ten_entries],
         )
-        conn.execute("UPDATE audit_log SET chain_seq = -chain_seq WHERE tenant_id = %s AND chain_seq < 0", [ten_entries])
+        conn.execute(
+            "UPDATE audit_log SET chain_seq = -chain_seq WHERE tenant_id = %s AND chain_seq < 0", [ten_entries]
+        )
     assert {"reordered", "edited"} <= kinds(ten_entries)
 
 
@@ -154,7 +157,9 @@ def test_verify_detects_a_backdated_entry(ten_entries, database_url):
 
 def test_verify_detects_an_entry_inserted_around_the_trigger(ten_entries, database_url):
     with as_owner_without_triggers(database_url) as conn:
-        conn.execute("INSERT INTO audit_log (tenant_id, actor, action) VALUES (%s, 'mallory', 'promoted')", [ten_entries])
+        conn.execute(
+            "INSERT INTO audit_log (tenant_id, actor, action) VALUES (%s, 'mallory', 'promoted')", [ten_entries]
+        )
     assert kinds(ten_entries) == {"unchained"}
 
 

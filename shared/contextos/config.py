@@ -172,7 +172,9 @@ class GovernanceSettings(BaseModel):
             r"\bfrom now on\b",
             r"\b(you|the assistant|the agent|the ai|assistants?|agents?)\s+(must|should|shall|will)\s+"
             r"(now\s+)?(always|never|only)\b",
-            r"\b(always|never)\s+(recommend|answer|reply|respond|say|tell|mention|reveal|send|trust)\b",
+            r"\b(you|assistants?|agents?|ai|models?|chatbots?|bots?|llms?)\b.{0,30}\b(always|never)\s+(recommend|answer"
+            r"|reply|respond|say|tell|mention|reveal|send|trust|refer|use|follow|call|run|execute|include|link|redirect"
+            r"|share|forward|ignore)\b",
             r"\bwhen(ever)?\s+(the\s+)?user\s+(asks|says|mentions|requests)\b",
             r"\bdo not (tell|inform|mention|reveal)\b.{0,30}\b(user|anyone|them)\b",
             r"\b(send|forward|email|upload|post|exfiltrate|transfer)\b.{0,60}\b(password|credentials?|api[\s_-]?keys?"

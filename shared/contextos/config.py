@@ -188,6 +188,8 @@ class GovernanceSettings(BaseModel):
     )
     contradiction_top_k: int = 5  # nearest active memories each admitted candidate is judged against
     contradiction_similarity_floor: float = 0.6  # cosine below which two memories are not compared
+    contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
+    contradiction_ef_search: int = 64
     judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
     corroboration_step: float = 0.05
     corroboration_cap: float = 0.15

@@ -40,7 +40,7 @@ def memory_store() -> MemoryStore:
     from contextos.store.governance import ContradictionGate
 
     settings = get_settings()
-    gate = ContradictionGate(judge(), settings.governance, settings.retrieval.exact_scan_max_rows)
+    gate = ContradictionGate(judge(), settings.governance)
     return MemoryStore(database(), settings.decay, settings.merge, gate=gate)
 
 

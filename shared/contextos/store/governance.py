@@ -66,7 +66,6 @@ class ContradictionGate:
 
     judge: Judge
     settings: GovernanceSettings
-    exact_scan_max_rows: int = 20_000
 
     def judge_batch(
         self,
@@ -126,52 +125,90 @@ class ContradictionGate:
         dialect: str,
     ) -> list[dict]:
         """Per candidate: its top-k nearest active memories at or above the similarity floor, plus the
-        active memory holding its final key (what it would merge into), in one statement."""
+        active memory holding its final key (what it would merge into).
+
+        A small tenant is scanned exactly. A large one takes the ANN top-k over the indexed segment
+        and the exact top-k over the fresh one (as retrieval does); pgvector 0.6 filters ANN results
+        after the index scan (FIELD-NOTES), so a candidate that got fewer than k rows back while the
+        tenant holds more is asked again exactly."""
         cfg = self.settings
-        exact = dialect == "postgres" and hot_memories <= self.exact_scan_max_rows
+        k = cfg.contradiction_top_k
+        params = {
+            "tenant": tenant_id,
+            "idx": list(range(len(candidates))),
+            "embs": [Vector(c.embedding) for c in candidates],
+            "keys": list(final_keys),
+            "k": k,
+        }
+        exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
         if exact:
-            conn.execute("SET LOCAL enable_indexscan = off")  # small scope: exact, never short (FIELD-NOTES)
+            rows = self._nearest(conn, params, exact=dialect == "postgres")
+        else:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(cfg.contradiction_ef_search), k)}")
+            rows = self._nearest(conn, params, exact=False, segmented=True)
+            got: dict[int, int] = {}
+            for row in rows:
+                got[row["idx"]] = got.get(row["idx"], 0) + (0 if row["key_match"] else 1)
+            short = [i for i in params["idx"] if got.get(i, 0) < min(k, hot_memories)]
+            if short:
+                again = params | {
+                    "idx": short,
+                    "embs": [params["embs"][i] for i in short],
+                    "keys": [params["keys"][i] for i in short],
+                }
+                rows = [r for r in rows if r["idx"] not in set(short)] + self._nearest(conn, again, exact=True)
+        best: dict[tuple[int, UUID], dict] = {}
+        for row in rows:
+            if row["similarity"] < cfg.contradiction_similarity_floor and not row["key_match"]:
+                continue
+            key = (row["idx"], row["id"])
+            if key not in best or row["similarity"] > best[key]["similarity"]:
+                best[key] = row
+        return sorted(best.values(), key=lambda r: (r["idx"], -r["similarity"], r["ingest_seq"]))
+
+    @staticmethod
+    def _nearest(conn: Any, params: dict, *, exact: bool, segmented: bool = False) -> list[dict]:
+        """The k nearest active memories of each probe (one statement for the batch), and the active
+        memory holding each probe's key, with their cosine to the probe."""
+        if segmented:
+            nearest = """SELECT memory_id, min(distance) AS distance FROM (
+                             (SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
+                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                              ORDER BY v.embedding <=> p.embedding LIMIT %(k)s)
+                             UNION ALL
+                             (SELECT v.memory_id, v.embedding <=> p.embedding FROM memory_vectors v
+                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
+                              ORDER BY v.embedding <=> p.embedding LIMIT %(k)s)
+                         ) segments GROUP BY memory_id ORDER BY min(distance) LIMIT %(k)s"""
+        else:
+            nearest = """SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
+                         WHERE v.tenant_id = %(tenant)s AND v.searchable
+                         ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")  # exact: never short (FIELD-NOTES)
         try:
-            rows = conn.execute(
-                """WITH probe AS (
+            return conn.execute(
+                f"""WITH probe AS (
                        SELECT * FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[])
                            AS t(idx, embedding, final_key)
                    ),
-                   nearest AS (
-                       SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity
-                       FROM probe p
-                       CROSS JOIN LATERAL (
-                           SELECT v.memory_id, v.embedding <=> p.embedding AS distance
-                           FROM memory_vectors v
-                           WHERE v.tenant_id = %(tenant)s AND v.searchable
-                           ORDER BY v.embedding <=> p.embedding
-                           LIMIT %(k)s
-                       ) n
-                       WHERE 1.0 - n.distance >= %(floor)s
-                       UNION
-                       SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0)
+                   found AS (
+                       SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
+                       FROM probe p CROSS JOIN LATERAL ({nearest}) n
+                       UNION ALL
+                       SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true
                        FROM probe p
                        JOIN memories m ON m.tenant_id = %(tenant)s AND m.state = 'active' AND m.norm_key = p.final_key
                        LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                    )
-                   SELECT n.idx, m.id, m.norm_key, m.label, m.definition, max(n.similarity) AS similarity
-                   FROM nearest n
-                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = n.memory_id AND m.state = 'active'
-                   GROUP BY n.idx, m.id, m.norm_key, m.label, m.definition, m.ingest_seq
-                   ORDER BY n.idx, max(n.similarity) DESC, m.ingest_seq""",
-                {
-                    "tenant": tenant_id,
-                    "idx": list(range(len(candidates))),
-                    "embs": [Vector(c.embedding) for c in candidates],
-                    "keys": list(final_keys),
-                    "k": cfg.contradiction_top_k,
-                    "floor": cfg.contradiction_similarity_floor,
-                },
+                   SELECT f.idx, m.id, m.norm_key, m.label, m.definition, m.ingest_seq, f.similarity, f.key_match
+                   FROM found f
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = f.memory_id AND m.state = 'active'""",
+                params,
             ).fetchall()
         finally:
             if exact:
                 conn.execute("SET LOCAL enable_indexscan = on")
-        return rows
 
     @staticmethod
     def close_superseded(conn: Any, tenant_id: str, outcome: GateOutcome) -> None:

@@ -187,6 +187,7 @@ class MemoryStore:
         *,
         embedder_id: str,
         document_id: UUID | None = None,
+        session_id: str | None = None,
         held: Sequence[HeldCandidate] = (),
         actor: str = "ingest",
     ) -> tuple[StoreResult, dict[str, Any]]:
@@ -195,7 +196,9 @@ class MemoryStore:
         gate's) go to the review queue only. Returns the result and its counts."""
         hot = self._lock_tenant(conn, tenant_id)
         # -- governance (issue #6): held candidates land in the review queue and nowhere else --
-        review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor, document_id=document_id)
+        review_ids = GovernanceStore.hold(
+            conn, tenant_id, held, actor=actor, document_id=document_id, session_id=session_id
+        )
         merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates) if hot else ({}, {})
         final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
         # -- governance (issue #6): the contradiction gate, under the tenant lock --------------

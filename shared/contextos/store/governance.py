@@ -16,7 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from contextos.config import GovernanceSettings
-from contextos.errors import NotFound
+from contextos.errors import NotFound, PermanentError
 from contextos.governance_models import HeldCandidate
 from contextos.judge import Judge, Judgement, Verdict
 from contextos.models import MemoryCandidate
@@ -54,6 +54,7 @@ class GateOutcome:
     judgements: dict[tuple[int, UUID], Judgement] = field(default_factory=dict)
     keys: dict[UUID, str] = field(default_factory=dict)  # norm_key of every memory judged against
     judged: int = 0
+    judge_failures: int = 0
 
     @property
     def superseded_ids(self) -> list[UUID]:
@@ -88,13 +89,20 @@ class ContradictionGate:
             return outcome
 
         def run(pair: tuple[int, dict]) -> Judgement:
+            """One judgement. An answer the judge got wrong in shape counts as neutral (nothing is
+            superseded on a malformed verdict); an outage (TransientError) fails the admission, so
+            the queue retries it."""
             idx, row = pair
             c = candidates[idx]
-            return self.judge.judge(
-                f"{row['label']}: {row['definition']}",
-                f"{c.label}: {c.definition}",
-                similarity=float(row["similarity"]),
-            )
+            try:
+                return self.judge.judge(
+                    f"{row['label']}: {row['definition']}",
+                    f"{c.label}: {c.definition}",
+                    similarity=float(row["similarity"]),
+                )
+            except PermanentError:
+                outcome.judge_failures += 1
+                return Judgement(verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable")
 
         workers = max(1, min(self.settings.judge_concurrency, len(pairs)))
         if workers == 1:

@@ -245,6 +245,7 @@ class MemoryStore:
             "edges": result.edges,
             "held_for_review": len(review_ids),
             "judged": gate.judged,
+            "judge_failures": gate.judge_failures,
             "superseded": len(gate.superseded_ids),
             "corroborated": sum(len(v) for v in gate.corroborates.values()),
         }

@@ -333,3 +333,65 @@ def test_a_large_tenant_is_judged_through_the_ann_index_and_loses_no_neighbour(c
         assert conn.execute("SELECT bool_and(indexed) AS all_indexed FROM memory_vectors").fetchone()["all_indexed"]
     new = remember(tenant, "Build timeout", "The deploy timeout is 45 seconds for every service.")
     assert new["superseded"] == [old["memory_id"]]
+
+
+class CountingJudge:
+    """The local judge, counting its calls: shows where judging happens, decides nothing itself."""
+
+    def __init__(self) -> None:
+        from contextos.judge.local import LocalHeuristicJudge
+
+        self.inner, self.calls, self.model_id = LocalHeuristicJudge(), 0, "counting-local"
+
+    def judge(self, premise: str, hypothesis: str, *, similarity: float):
+        self.calls += 1
+        return self.inner.judge(premise, hypothesis, similarity=similarity)
+
+
+def test_judging_happens_before_the_lock_and_only_what_changed_meanwhile_is_judged_under_it(
+    configured, tenant, local_embedder
+):
+    from tests.integration.test_merging import candidates
+
+    settings = get_settings()
+    judge = CountingJudge()
+    store = MemoryStore(
+        container.database(), settings.decay, settings.merge, gate=ContradictionGate(judge, settings.governance)
+    )
+    (first,) = candidates(local_embedder, [("Deploy timeout", "The deploy timeout is 30 seconds per service.", "fact")])
+    (rival,) = candidates(local_embedder, [("Deploy limit", "The deploy timeout is 60 seconds per service.", "fact")])
+    (last,) = candidates(local_embedder, [("Deploy timeout", "The deploy timeout is 90 seconds per service.", "fact")])
+    with container.database().tenant_tx(tenant) as conn:
+        store.admit(conn, tenant, [first], embedder_id="local", actor="tests")
+
+    cache = store.prejudge(tenant, [last])  # sees only `first`
+    assert judge.calls == 1
+    with container.database().tenant_tx(tenant) as conn:  # meanwhile, another admission lands
+        store.admit(conn, tenant, [rival], embedder_id="local", actor="tests")
+    calls_before = judge.calls
+    with container.database().tenant_tx(tenant) as conn:
+        result, counts = store.admit(conn, tenant, [last], embedder_id="local", actor="tests", prejudged=cache)
+    assert counts["judged"] == 1 and counts["judged_under_lock"] == 1  # only the rival needed judging now
+    assert judge.calls == calls_before + 1
+    rows = memory_rows(tenant)
+    assert [r["definition"] for r in rows.values() if r["state"] == "active"] == [last.definition]
+    assert rows[result.memory_ids[0]]["state"] == "active"
+
+
+def test_a_prejudged_admission_with_nothing_new_calls_no_judge_under_the_lock(configured, tenant, local_embedder):
+    from tests.integration.test_merging import candidates
+
+    settings = get_settings()
+    judge = CountingJudge()
+    store = MemoryStore(
+        container.database(), settings.decay, settings.merge, gate=ContradictionGate(judge, settings.governance)
+    )
+    (first,) = candidates(local_embedder, [("Deploy timeout", "The deploy timeout is 30 seconds per service.", "fact")])
+    (last,) = candidates(local_embedder, [("Deploy timeout", "The deploy timeout is 90 seconds per service.", "fact")])
+    with container.database().tenant_tx(tenant) as conn:
+        store.admit(conn, tenant, [first], embedder_id="local", actor="tests")
+    cache = store.prejudge(tenant, [last])
+    with container.database().tenant_tx(tenant) as conn:
+        _, counts = store.admit(conn, tenant, [last], embedder_id="local", actor="tests", prejudged=cache)
+    assert counts["judged"] == 1 and counts["judged_under_lock"] == 0 and counts["superseded"] == 1
+    assert judge.calls == 1

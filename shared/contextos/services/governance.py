@@ -126,13 +126,16 @@ class GovernanceService:
             base_trust=cfg.governance.trust_of(provenance),
         )
         admitted, held = self.trust_gate.split([candidate])
+        prejudged = self.store.prejudge(tenant_id, admitted)
         with self.store.db.tenant_tx(tenant_id) as conn:
             if held:
                 review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor)
                 return MemoryAdmission(
                     status="held", review_id=review_ids[0], provenance=provenance, trust=held[0].trust
                 )
-            result, _ = self.store.admit(conn, tenant_id, admitted, embedder_id=self.embedder.model_id, actor=actor)
+            result, _ = self.store.admit(
+                conn, tenant_id, admitted, embedder_id=self.embedder.model_id, actor=actor, prejudged=prejudged
+            )
             memory_id = result.memory_ids[0]
             links = conn.execute(
                 """SELECT dst_id, type FROM relationships

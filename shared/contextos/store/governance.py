@@ -24,6 +24,14 @@ from contextos.store.db import Database
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
+# (candidate index, memory id, the memory's text as judged) → (judgement, the judge failed)
+JudgementCache = dict[tuple[int, UUID, str], tuple[Judgement, bool]]
+
+
+def _premise(row: dict) -> str:
+    """The stored statement as the judge sees it (OLDER)."""
+    return f"{row['label']}: {row['definition']}"
+
 
 def write_audit(conn: Any, tenant_id: str, entries: Sequence[dict]) -> None:
     """Append audit rows in one statement (the database chains them: migration 0011)."""
@@ -54,6 +62,7 @@ class GateOutcome:
     judgements: dict[tuple[int, UUID], Judgement] = field(default_factory=dict)
     keys: dict[UUID, str] = field(default_factory=dict)  # norm_key of every memory judged against
     judged: int = 0
+    judged_under_lock: int = 0  # pairs prejudge had not seen (or that changed since)
     judge_failures: int = 0
 
     @property
@@ -68,6 +77,22 @@ class ContradictionGate:
     judge: Judge
     settings: GovernanceSettings
 
+    def prejudge(self, db: Database, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache:
+        """Outside the tenant lock: judge each candidate against its neighbours as they are now.
+        Under the lock, ``judge_batch`` then calls the judge only for pairs that appeared or changed
+        meanwhile, so slow judges (Bedrock) do not hold a tenant's admissions up."""
+        if not candidates:
+            return {}
+        with db.tenant_tx(tenant_id) as conn:
+            row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
+            hot = int(row["hot_memories"]) if row else 0
+            if not hot:
+                return {}
+            keys = [c.norm_key for c in candidates]
+            pairs = [(r["idx"], r) for r in self._neighbours(conn, tenant_id, candidates, keys, hot, db.dialect.name)]
+        judged = self._judge_pairs(candidates, pairs)
+        return {(idx, row["id"], _premise(row)): verdict for (idx, row), verdict in zip(pairs, judged, strict=True)}
+
     def judge_batch(
         self,
         conn: Any,
@@ -77,42 +102,28 @@ class ContradictionGate:
         *,
         hot_memories: int,
         dialect: str = "postgres",
+        cache: JudgementCache | None = None,
     ) -> GateOutcome:
         """Judge every candidate against its nearest active memories (and the memory its key would
-        merge into). Runs before the upsert, so the batch's own new memories are not compared."""
+        merge into). Runs under the tenant lock, before the upsert, so the batch's own new memories
+        are not compared; pairs judged by ``prejudge`` on the same texts are not asked again."""
         outcome = GateOutcome()
         if not candidates or hot_memories == 0:
             return outcome
+        cache = cache or {}
         neighbours = self._neighbours(conn, tenant_id, candidates, final_keys, hot_memories, dialect)
         pairs = [(row["idx"], row) for row in neighbours]
         if not pairs:
             return outcome
-
-        def run(pair: tuple[int, dict]) -> Judgement:
-            """One judgement. An answer the judge got wrong in shape counts as neutral (nothing is
-            superseded on a malformed verdict); an outage (TransientError) fails the admission, so
-            the queue retries it."""
-            idx, row = pair
-            c = candidates[idx]
-            try:
-                return self.judge.judge(
-                    f"{row['label']}: {row['definition']}",
-                    f"{c.label}: {c.definition}",
-                    similarity=float(row["similarity"]),
-                )
-            except PermanentError:
-                outcome.judge_failures += 1
-                return Judgement(verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable")
-
-        workers = max(1, min(self.settings.judge_concurrency, len(pairs)))
-        if workers == 1:
-            verdicts = [run(p) for p in pairs]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                verdicts = list(pool.map(run, pairs))
-        outcome.judged = len(pairs)
+        todo = [p for p in pairs if (p[0], p[1]["id"], _premise(p[1])) not in cache]
+        fresh = dict(zip((id(p) for p in todo), self._judge_pairs(candidates, todo), strict=True))
+        outcome.judged, outcome.judged_under_lock = len(pairs), len(todo)
         claimed: set[UUID] = set()
-        for (idx, row), judgement in zip(pairs, verdicts, strict=True):
+        for pair in pairs:
+            idx, row = pair
+            verdict = fresh.get(id(pair)) or cache[(idx, row["id"], _premise(row))]
+            judgement, failed = verdict
+            outcome.judge_failures += int(failed)
             memory_id = row["id"]
             outcome.keys[memory_id] = row["norm_key"]
             outcome.judgements[(idx, memory_id)] = judgement
@@ -122,6 +133,31 @@ class ContradictionGate:
             elif judgement.verdict is Verdict.entailment and row["norm_key"] != final_keys[idx]:
                 outcome.corroborates.setdefault(idx, []).append(memory_id)  # a merge is corroboration enough
         return outcome
+
+    def _judge_pairs(
+        self, candidates: Sequence[MemoryCandidate], pairs: Sequence[tuple[int, dict]]
+    ) -> list[tuple[Judgement, bool]]:
+        """(judgement, failed) per pair, up to ``judge_concurrency`` calls in flight. An answer the
+        judge got wrong in shape counts as neutral (nothing is superseded on a malformed verdict);
+        an outage (TransientError) propagates, so the queue retries the admission."""
+
+        def run(pair: tuple[int, dict]) -> tuple[Judgement, bool]:
+            idx, row = pair
+            c = candidates[idx]
+            try:
+                return self.judge.judge(
+                    _premise(row), f"{c.label}: {c.definition}", similarity=float(row["similarity"])
+                ), False
+            except PermanentError:
+                return Judgement(
+                    verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable"
+                ), True
+
+        workers = max(1, min(self.settings.judge_concurrency, len(pairs)))
+        if workers == 1:
+            return [run(p) for p in pairs]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(run, pairs))
 
     def _neighbours(
         self,

@@ -19,7 +19,13 @@ from contextos.lsh import band_keys
 from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.store.db import Database
-from contextos.store.governance import ContradictionGate, GateOutcome, GovernanceStore, write_audit
+from contextos.store.governance import (
+    ContradictionGate,
+    GateOutcome,
+    GovernanceStore,
+    JudgementCache,
+    write_audit,
+)
 from contextos.store.history import corroborations
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
@@ -159,9 +165,17 @@ class MemoryStore:
         memories (acronyms, near duplicates) cannot race a concurrent ingest, and the upserts
         make a crash or a redelivery leave nothing half-written.
         """
+        prejudged = self.prejudge(tenant_id, candidates)  # governance (issue #6): slow judging off the lock
         with self.db.tenant_tx(tenant_id) as conn:
             result, admitted_counts = self.admit(
-                conn, tenant_id, candidates, embedder_id=embedder_id, document_id=document_id, held=held, actor=actor
+                conn,
+                tenant_id,
+                candidates,
+                embedder_id=embedder_id,
+                document_id=document_id,
+                held=held,
+                actor=actor,
+                prejudged=prejudged,
             )
             conn.execute(
                 """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
@@ -190,6 +204,7 @@ class MemoryStore:
         session_id: str | None = None,
         held: Sequence[HeldCandidate] = (),
         actor: str = "ingest",
+        prejudged: JudgementCache | None = None,
     ) -> tuple[StoreResult, dict[str, Any]]:
         """S4 step 7 inside the caller's transaction, for any source: the tenant lock, merges, the
         contradiction gate (S7), upserts, items, edges and audit rows. Held candidates (the trust
@@ -204,7 +219,7 @@ class MemoryStore:
         # -- governance (issue #6): the contradiction gate, under the tenant lock --------------
         gate = (
             self.gate.judge_batch(
-                conn, tenant_id, candidates, final_keys, hot_memories=hot, dialect=self.db.dialect.name
+                conn, tenant_id, candidates, final_keys, hot_memories=hot, dialect=self.db.dialect.name, cache=prejudged
             )
             if self.gate
             else GateOutcome()
@@ -245,6 +260,7 @@ class MemoryStore:
             "edges": result.edges,
             "held_for_review": len(review_ids),
             "judged": gate.judged,
+            "judged_under_lock": gate.judged_under_lock,
             "judge_failures": gate.judge_failures,
             "superseded": len(gate.superseded_ids),
             "corroborated": sum(len(v) for v in gate.corroborates.values()),
@@ -334,6 +350,10 @@ class MemoryStore:
                     "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [len(ids), tenant_id]
                 )
         return ids
+
+    def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:
+        """Run the contradiction gate's judge before the admission transaction (see ContradictionGate)."""
+        return self.gate.prejudge(self.db, tenant_id, candidates) if self.gate and candidates else None
 
     @staticmethod
     def _lock_tenant(conn: Any, tenant_id: str) -> int:

@@ -191,6 +191,9 @@ class GovernanceSettings(BaseModel):
     contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
     contradiction_ef_search: int = 64
     judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
+    # Judge outside the tenant lock first, then only what changed under it. None: only when the
+    # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).
+    prejudge: bool | None = None
     corroboration_step: float = 0.05
     corroboration_cap: float = 0.15
     overuse_access_count: int = 3  # accessed this often …

@@ -40,7 +40,9 @@ def memory_store() -> MemoryStore:
     from contextos.store.governance import ContradictionGate
 
     settings = get_settings()
-    gate = ContradictionGate(judge(), settings.governance)
+    cfg = settings.governance
+    prejudges = cfg.prejudge if cfg.prejudge is not None else settings.judge == "bedrock"
+    gate = ContradictionGate(judge(), cfg, prejudges=prejudges)
     return MemoryStore(database(), settings.decay, settings.merge, gate=gate)
 
 

@@ -395,3 +395,13 @@ def test_a_prejudged_admission_with_nothing_new_calls_no_judge_under_the_lock(co
         _, counts = store.admit(conn, tenant, [last], embedder_id="local", actor="tests", prejudged=cache)
     assert counts["judged"] == 1 and counts["judged_under_lock"] == 0 and counts["superseded"] == 1
     assert judge.calls == 1
+
+
+@pytest.mark.parametrize(("judge", "prejudges"), [("local", False), ("bedrock", True)])
+def test_only_a_slow_judge_is_asked_outside_the_lock_by_default(configured, monkeypatch, judge, prejudges):
+    monkeypatch.setenv("CONTEXTOS_JUDGE", judge)
+    container.reset()
+    assert container.memory_store().gate.prejudges is prejudges
+    monkeypatch.setenv("CONTEXTOS_GOVERNANCE__PREJUDGE", "true")
+    container.reset()
+    assert container.memory_store().gate.prejudges is True

@@ -76,6 +76,7 @@ class ContradictionGate:
 
     judge: Judge
     settings: GovernanceSettings
+    prejudges: bool = True  # judge outside the lock first (worth it for slow judges only)
 
     def prejudge(self, db: Database, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache:
         """Outside the tenant lock: judge each candidate against its neighbours as they are now.

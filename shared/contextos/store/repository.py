@@ -353,7 +353,9 @@ class MemoryStore:
 
     def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:
         """Run the contradiction gate's judge before the admission transaction (see ContradictionGate)."""
-        return self.gate.prejudge(self.db, tenant_id, candidates) if self.gate and candidates else None
+        if not (self.gate and self.gate.prejudges and candidates):
+            return None
+        return self.gate.prejudge(self.db, tenant_id, candidates)
 
     @staticmethod
     def _lock_tenant(conn: Any, tenant_id: str) -> int:

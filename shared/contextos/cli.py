@@ -189,6 +189,27 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    """Recompute every tenant's audit hash chain; exit 1 when any entry was edited, deleted,
+    re-ordered or inserted."""
+    from contextos import container
+
+    reports = container.governance().verify_all(args.tenant or None)
+    for report in reports:
+        print(report.model_dump_json())
+        if not report.ok:
+            for problem in report.problems:
+                where = f"{report.tenant_id}: entry {problem.chain_seq}"
+                print(f"  {where}: {problem.kind}: {problem.detail}", file=sys.stderr)
+    broken = [r.tenant_id for r in reports if not r.ok]
+    print(
+        f"{len(reports)} tenant chain(s) checked, {sum(r.entries for r in reports)} entries; "
+        + (f"BROKEN: {', '.join(broken)}" if broken else "all intact"),
+        file=sys.stderr,
+    )
+    return 1 if broken else 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from contextos.store.bootstrap import migrate_from_settings
 
@@ -244,6 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--principal", choices=["agent", "user"], default="agent")
     keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
     keys.set_defaults(func=cmd_keys)
+
+    audit = sub.add_parser("audit", help="the audit log")
+    audit_sub = audit.add_subparsers(dest="action", required=True)
+    verify = audit_sub.add_parser("verify", help="check each tenant's hash chain for edited, deleted or moved entries")
+    verify.add_argument("--tenant", action="append", help="only this tenant (repeatable)")
+    verify.set_defaults(func=cmd_audit_verify)
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)

@@ -209,6 +209,65 @@ class ConversationSettings(BaseModel):
     extract_roles: list[str] = Field(default_factory=lambda: ["user", "assistant", "tool", "third_party"])
 
 
+def _default_base_trust() -> dict[str, float]:
+    from contextos.models import BASE_TRUST
+
+    return {p.value: t for p, t in BASE_TRUST.items()}
+
+
+class GovernanceSettings(BaseModel):
+    """S7: what gets in. Base trust per provenance, the trust gate, the contradiction gate and
+    the composite trust computed at read time."""
+
+    base_trust: dict[str, float] = Field(default_factory=_default_base_trust)
+    trust_threshold: float = 0.5  # below it a candidate goes to the review queue, nowhere else
+    # Instruction-like text aimed at an agent (prompt injection) lowers a candidate's trust;
+    # a source text carrying it taints every candidate drawn from it.
+    injection_penalty: float = 0.5
+    injection_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b.{0,40}"
+            r"\b(instructions?|prompts?|rules|guidelines|context|messages?)\b",
+            r"\b(new|updated|real|hidden|secret)\s+(system\s+)?instructions?\b",
+            r"\bsystem\s*prompt\b",
+            r"\bfrom now on\b",
+            r"\b(you|the assistant|the agent|the ai|assistants?|agents?)\s+(must|should|shall|will)\s+"
+            r"(now\s+)?(always|never|only)\b",
+            r"\b(you|assistants?|agents?|ai|models?|chatbots?|bots?|llms?)\b.{0,30}\b(always|never)\s+(recommend|answer"
+            r"|reply|respond|say|tell|mention|reveal|send|trust|refer|use|follow|call|run|execute|include|link|redirect"
+            r"|share|forward|ignore)\b",
+            r"\bwhen(ever)?\s+(the\s+)?user\s+(asks|says|mentions|requests)\b",
+            r"\bdo not (tell|inform|mention|reveal)\b.{0,30}\b(user|anyone|them)\b",
+            r"\b(send|forward|email|upload|post|exfiltrate|transfer)\b.{0,60}\b(password|credentials?|api[\s_-]?keys?"
+            r"|tokens?|secrets?|private|conversation|history|data)\b.{0,40}\b(to|at)\b",
+            r"\b(act|behave|pretend|roleplay)\s+(as|like|to be)\b",
+            r"\b(developer|god|jailbreak|dan)\s+mode\b",
+            r"<\s*/?\s*(system|assistant|instructions?|im_start|im_end)\s*>",
+            r"\[\s*(system|inst)\s*\]|###\s*(system|instruction)",
+            r"\b(remember|store|save|memorize)\s+(this|that)\b.{0,40}\b(always|permanent(ly)?|forever)\b",
+        ]
+    )
+    contradiction_top_k: int = 5  # nearest active memories each admitted candidate is judged against
+    contradiction_similarity_floor: float = 0.6  # cosine below which two memories are not compared
+    contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
+    contradiction_ef_search: int = 64
+    judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
+    # Judge outside the tenant lock first, then only what changed under it. None: only when the
+    # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).
+    prejudge: bool | None = None
+    corroboration_step: float = 0.05
+    corroboration_cap: float = 0.15
+    overuse_access_count: int = 3  # accessed this often …
+    overuse_freshness: float = 0.3  # … yet this stale: a penalty (S7 composite trust)
+    overuse_penalty: float = 0.10
+    review_page_size: int = 50
+    audit_page_size: int = 1000  # rows per page when verifying the hash chain
+
+    def trust_of(self, provenance: str) -> float:
+        """Base trust of a provenance; an unknown one gets none."""
+        return float(self.base_trust.get(str(provenance), 0.0))
+
+
 class BedrockSettings(BaseModel):
     """Model ids for the Bedrock adapters."""
 
@@ -262,6 +321,7 @@ class Settings(BaseSettings):
     merge: MergeSettings = Field(default_factory=MergeSettings)
     reports: ReportSettings = Field(default_factory=ReportSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    governance: GovernanceSettings = Field(default_factory=GovernanceSettings)
 
     @property
     def raw_bucket_name(self) -> str:

@@ -37,7 +37,13 @@ def database() -> Database:
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
-    return MemoryStore(database(), get_settings().decay, get_settings().merge)
+    from contextos.store.governance import ContradictionGate
+
+    settings = get_settings()
+    cfg = settings.governance
+    prejudges = cfg.prejudge if cfg.prejudge is not None else settings.judge == "bedrock"
+    gate = ContradictionGate(judge(), cfg, prejudges=prejudges)
+    return MemoryStore(database(), settings.decay, settings.merge, gate=gate)
 
 
 @lru_cache(maxsize=1)
@@ -182,6 +188,16 @@ def reports():  # -> ReportService
     )
 
 
+@lru_cache(maxsize=1)
+def governance():  # -> GovernanceService
+    from contextos.services.governance import GovernanceService
+    from contextos.store.governance import GovernanceStore
+
+    return GovernanceService(
+        settings=get_settings(), store=memory_store(), governance=GovernanceStore(database()), embedder=embedder()
+    )
+
+
 def reset() -> None:
     """Drop every cached object (closing the pool) so the next call reads settings afresh."""
     if database.cache_info().currsize:
@@ -202,6 +218,7 @@ def reset() -> None:
         reports,
         admission,
         conversations,
+        governance,
     ):
         factory.cache_clear()
     reset_settings()

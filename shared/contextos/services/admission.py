@@ -3,8 +3,8 @@
 Documents and conversations both end here: validation, then candidates (embeddings, normalized
 keys, decay rates, provenance and base trust per concept), then the store's single transaction
 (merging, memory_items pointing at the source, related edges, the source's own bookkeeping).
-Governance gates on the way in (S7: trust, contradiction) belong in ``admit``, between the
-candidates and the store, so every source passes them.
+Every source passes the governance gates (S7): the trust gate here, between the candidates
+and the store; the contradiction gate inside the store's transaction, under the tenant lock.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.embedding import Embedder
 from contextos.extraction.validation import validate
-from contextos.models import BASE_TRUST, Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
+from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
 from contextos.normalization import norm_key
+from contextos.services.governance import TrustGate
 from contextos.sources import ConceptSource
 from contextos.store.repository import MemoryStore
 
@@ -34,17 +35,24 @@ class Admission:
     store: MemoryStore
     embedder: Embedder
 
-    def admit(self, tenant_id: str, concepts: Sequence[Concept], source: ConceptSource) -> AdmissionResult:
-        """Validate, embed and store ``concepts`` from ``source`` in one transaction.
+    def admit(
+        self, tenant_id: str, concepts: Sequence[Concept], source: ConceptSource, *, source_text: str | None = None
+    ) -> AdmissionResult:
+        """Validate, embed, pass the trust gate (S7) and store ``concepts`` from ``source`` in one
+        transaction; held candidates go to the review queue in that same transaction, nowhere else.
 
         A concept's own ``provenance`` (a conversation's speaker) wins over the source's. The
         validation counts join the source's counts, which the store records with the outcome.
+        ``source_text`` (the document or transcript) taints every candidate when it reads as
+        instructions to an agent.
         """
         cfg = self.settings.extraction
         report = validate(
             concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
         )
-        candidates = self.candidates(report.accepted, source.provenance)
+        candidates, held = TrustGate(self.settings).split(
+            self.candidates(report.accepted, source.provenance), source_text=source_text
+        )
         counts = source.counts | {
             "accepted": len(report.accepted),
             "rejected": report.rejected,
@@ -52,7 +60,7 @@ class Admission:
             "related_dropped": report.dropped_related,
         }
         stored = self.store.store_concepts(
-            tenant_id, candidates, replace(source, counts=counts), embedder_id=self.embedder.model_id
+            tenant_id, candidates, replace(source, counts=counts), embedder_id=self.embedder.model_id, held=held
         )
         # Off the source's transaction: move fresh vectors into the ANN index.
         self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
@@ -80,7 +88,7 @@ class Admission:
                     embedding=vector,
                     decay_rate=decay_rate(c.importance, c.type, self.settings.decay),
                     provenance=provenance,
-                    base_trust=BASE_TRUST[provenance],
+                    base_trust=self.settings.governance.trust_of(provenance),
                 )
             )
         return out

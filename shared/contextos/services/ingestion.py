@@ -232,7 +232,7 @@ class IngestionService:
             raw_text=raw_text,
             raw_s3_key=raw_key,
         )
-        result = self.admission.admit(tenant_id, concepts, source).stored
+        result = self.admission.admit(tenant_id, concepts, source, source_text=parsed.text).stored
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 

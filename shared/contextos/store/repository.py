@@ -14,11 +14,20 @@ from uuid import UUID
 
 from contextos.config import DecaySettings, MergeSettings
 from contextos.errors import NotFound
+from contextos.governance_models import HeldCandidate
 from contextos.lsh import SIGNATURE_BITS, band_key_sql, bands_sql, max_hamming, signatures
 from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.db import Database
+from contextos.store.governance import (
+    ContradictionGate,
+    GateOutcome,
+    GovernanceStore,
+    JudgementCache,
+    write_audit,
+)
+from contextos.store.history import corroborations
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
 from psycopg.types.json import Jsonb
@@ -30,10 +39,17 @@ DOCUMENT_COLUMNS = (
 
 
 class MemoryStore:
-    def __init__(self, db: Database, decay: DecaySettings, merge: MergeSettings | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        decay: DecaySettings,
+        merge: MergeSettings | None = None,
+        gate: ContradictionGate | None = None,
+    ) -> None:
         self.db = db
         self.decay = decay
         self.merge = merge or MergeSettings()
+        self.gate = gate  # the S7 contradiction gate; None admits without judging (benchmarks, tests)
 
     # -- tenants ---------------------------------------------------------------------------
     def tenant_ids(self) -> list[str]:
@@ -141,6 +157,8 @@ class MemoryStore:
         counts: dict[str, Any],
         raw_text: str | None = None,
         raw_s3_key: str | None = None,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
     ) -> StoreResult:
         """``store_concepts`` for a document (the provenance lives on each candidate)."""
         source = DocumentSource(
@@ -152,7 +170,7 @@ class MemoryStore:
             raw_text=raw_text,
             raw_s3_key=raw_s3_key,
         )
-        return self.store_concepts(tenant_id, candidates, source, embedder_id=embedder_id)
+        return self.store_concepts(tenant_id, candidates, source, embedder_id=embedder_id, held=held, actor=actor)
 
     def store_concepts(
         self,
@@ -161,67 +179,30 @@ class MemoryStore:
         source: ConceptSource,
         *,
         embedder_id: str,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
     ) -> StoreResult:
-        """Merge or create memories, record every occurrence, add edges and finish the source
-        (a document's status and counts, or a conversation flush).
-
-        One transaction under the tenant's row lock: the merge decisions that look at existing
-        memories (acronyms, near duplicates) cannot race a concurrent ingest, and the upserts
-        make a crash or a redelivery leave nothing half-written. A conversation range already
-        stored (a redelivered job racing its first run) writes nothing.
+        """Admit ``candidates`` and finish the source (a document's status and counts, or a
+        conversation flush) in one transaction under the tenant's row lock: the merge and
+        contradiction decisions that look at existing memories cannot race a concurrent ingest,
+        and the upserts make a crash or a redelivery leave nothing half-written. A conversation
+        range already stored (a redelivered job racing its first run) writes nothing.
         """
+        prejudged = self.prejudge(tenant_id, candidates)  # governance (S7): slow judging off the lock
         with self.db.tenant_tx(tenant_id) as conn:
-            hot = self._lock_tenant(conn, tenant_id)
             if isinstance(source, SessionSource) and self._flush_done(conn, tenant_id, source):
                 return StoreResult(already_stored=True)
-            lsh_signatures = signatures([c.embedding for c in candidates])
-            merge_into, merge_reasons = (
-                self._merge_targets(conn, tenant_id, candidates, lsh_signatures) if hot else ({}, {})
+            result, admitted_counts = self.admit(
+                conn,
+                tenant_id,
+                candidates,
+                source,
+                embedder_id=embedder_id,
+                held=held,
+                actor=actor,
+                prejudged=prejudged,
             )
-            final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
-            chosen = _one_per_key(candidates, final_keys)
-            memories = [memory for _, memory in chosen]
-            memory_signatures = {memory.norm_key: lsh_signatures[i] for i, memory in chosen}
-            rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
-            ids = {r["norm_key"]: r["id"] for r in rows}
-            remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
-            pairs = sorted(
-                {
-                    (ids[key], ids[remap.get(r, r)])
-                    for c, key in zip(candidates, final_keys, strict=True)
-                    for r in c.related_keys
-                    if remap.get(r, r) in ids and remap.get(r, r) != key
-                }
-            )
-            created = sum(1 for r in rows if r["inserted"])
-            result = StoreResult(
-                created=created,
-                merged=len(candidates) - created,
-                items=len(candidates),
-                edges=len(pairs),
-                memory_ids=[r["id"] for r in rows],
-            )
-            merge_counts = {
-                reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())
-            }
-            source_counts = source.counts | {
-                "memories_created": result.created,
-                "memories_merged": result.merged,
-                "merged_by": merge_counts,
-                "items": result.items,
-                "edges": result.edges,
-            }
-            # Nothing below reads a result: one pipelined round trip instead of one per statement.
-            with conn.pipeline():
-                self._write_vectors(conn, tenant_id, memories, rows, embedder_id, memory_signatures)
-                self._insert_items(conn, tenant_id, source, candidates, final_keys, ids)
-                self._upsert_related_edges(conn, tenant_id, pairs)
-                if created:
-                    conn.execute(
-                        "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
-                        [created, tenant_id],
-                    )
-                self._finish_source(conn, tenant_id, source, source_counts)
+            self._finish_source(conn, tenant_id, source, source.counts | admitted_counts)
         return result
 
     @staticmethod
@@ -258,6 +239,106 @@ class MemoryStore:
                        WHERE tenant_id = %s AND session_id = %s AND message_from = %s""",
                     [Jsonb(counts), tenant_id, source.session_id, source.message_from],
                 )
+
+    def admit(
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        source: ConceptSource | None,
+        *,
+        embedder_id: str,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
+        prejudged: JudgementCache | None = None,
+    ) -> tuple[StoreResult, dict[str, Any]]:
+        """S4 step 7 inside the caller's transaction, for any source (None: a manual memory or a
+        promotion): the tenant lock, merges, the contradiction gate (S7), upserts, items, edges
+        and audit rows. Held candidates (the trust gate's) go to the review queue only. Returns
+        the result and its counts."""
+        hot = self._lock_tenant(conn, tenant_id)
+        document_id = source.document_id if isinstance(source, DocumentSource) else None
+        session_id = source.session_id if isinstance(source, SessionSource) else None
+        # -- governance (S7): held candidates land in the review queue and nowhere else ----------
+        review_ids = GovernanceStore.hold(
+            conn,
+            tenant_id,
+            held,
+            actor=actor,
+            document_id=document_id,
+            session_id=session_id,
+            messages=(source.message_from, source.message_to) if isinstance(source, SessionSource) else None,
+        )
+        lsh_signatures = signatures([c.embedding for c in candidates])
+        merge_into, merge_reasons = (
+            self._merge_targets(conn, tenant_id, candidates, lsh_signatures) if hot else ({}, {})
+        )
+        final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
+        # -- governance (S7): the contradiction gate, under the tenant lock ------------------------
+        gate = (
+            self.gate.judge_batch(
+                conn, tenant_id, candidates, final_keys, hot_memories=hot, dialect=self.db.dialect.name, cache=prejudged
+            )
+            if self.gate
+            else GateOutcome()
+        )
+        for i, superseded in gate.supersedes.items():
+            # A candidate that contradicts the memory it would merge into stands alone instead.
+            if final_keys[i] != candidates[i].norm_key and final_keys[i] in {gate.keys[m] for m in superseded}:
+                merge_into.pop(i, None)
+                merge_reasons.pop(i, None)
+                final_keys[i] = candidates[i].norm_key
+        ContradictionGate.close_superseded(conn, tenant_id, gate)
+        chosen = _one_per_key(candidates, final_keys)
+        memories = [memory for _, memory in chosen]
+        memory_signatures = {memory.norm_key: lsh_signatures[i] for i, memory in chosen}
+        rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
+        ids = {r["norm_key"]: r["id"] for r in rows}
+        remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
+        pairs = sorted(
+            {
+                (ids[key], ids[remap.get(r, r)])
+                for c, key in zip(candidates, final_keys, strict=True)
+                for r in c.related_keys
+                if remap.get(r, r) in ids and remap.get(r, r) != key
+            }
+        )
+        created = sum(1 for r in rows if r["inserted"])
+        result = StoreResult(
+            created=created,
+            merged=len(candidates) - created,
+            items=len(candidates),
+            edges=len(pairs),
+            memory_ids=[r["id"] for r in rows],
+        )
+        merge_counts = {reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())}
+        admitted_counts = {
+            "memories_created": result.created,
+            "memories_merged": result.merged,
+            "merged_by": merge_counts,
+            "items": result.items,
+            "edges": result.edges,
+            "held_for_review": len(review_ids),
+            "judged": gate.judged,
+            "judged_under_lock": gate.judged_under_lock,
+            "judge_failures": gate.judge_failures,
+            "superseded": len(gate.superseded_ids),
+            "corroborated": sum(len(v) for v in gate.corroborates.values()),
+        }
+        # Nothing below reads a result: one pipelined round trip instead of one per statement.
+        with conn.pipeline():
+            self._write_vectors(conn, tenant_id, memories, rows, embedder_id, memory_signatures)
+            self._insert_items(conn, tenant_id, source, candidates, final_keys, ids)
+            self._upsert_related_edges(conn, tenant_id, pairs)
+            if created:
+                conn.execute(
+                    "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
+                    [created, tenant_id],
+                )
+            if self.gate:
+                self.gate.link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
+            write_audit(conn, tenant_id, _admission_audit(rows, actor, source))
+        return result, admitted_counts
 
     def add_memories(
         self,
@@ -337,6 +418,12 @@ class MemoryStore:
                     "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [len(ids), tenant_id]
                 )
         return ids
+
+    def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:
+        """Run the contradiction gate's judge before the admission transaction (see ContradictionGate)."""
+        if not (self.gate and self.gate.prejudges and candidates):
+            return None
+        return self.gate.prejudge(self.db, tenant_id, candidates)
 
     @staticmethod
     def _lock_tenant(conn: Any, tenant_id: str) -> int:
@@ -553,7 +640,7 @@ class MemoryStore:
     def _insert_items(
         conn: Any,
         tenant_id: str,
-        source: ConceptSource,
+        source: ConceptSource | None,
         candidates: Sequence[MemoryCandidate],
         final_keys: list[str],
         ids: dict[str, UUID],
@@ -765,6 +852,7 @@ class MemoryStore:
             return conn.execute(
                 f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                            m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
                            COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
@@ -779,6 +867,7 @@ class MemoryStore:
             return conn.execute(
                 f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                            m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
                            COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
@@ -915,7 +1004,8 @@ class MemoryStore:
                 f"""SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.strength_anchor,
                            m.strength_anchor_at, m.strength, m.band, m.access_count, m.last_accessed_at,
                            m.tier, m.state, m.provenance, m.base_trust, v.embedder_id, m.decay_rate,
-                           m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now
+                           m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now,
+                           m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.superseded_by
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                     WHERE m.tenant_id = %s AND m.id = %s""",
@@ -938,6 +1028,21 @@ def _candidate_columns(candidates: Sequence[MemoryCandidate]) -> dict[str, list]
         "provs": [c.provenance.value for c in candidates],
         "trusts": [c.base_trust for c in candidates],
     }
+
+
+def _admission_audit(rows: Sequence[dict], actor: str, source: ConceptSource | None) -> list[dict]:
+    """One audit row per memory an admission created or merged into, naming its source."""
+    match source:
+        case DocumentSource():
+            details = {"document_id": str(source.document_id)}
+        case SessionSource():
+            details = {"session_id": source.session_id, "messages": [source.message_from, source.message_to]}
+        case _:
+            details = {}
+    return [
+        {"actor": actor, "action": "admitted" if r["inserted"] else "merged", "memory_id": r["id"], "details": details}
+        for r in rows
+    ]
 
 
 def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[tuple[int, MemoryCandidate]]:

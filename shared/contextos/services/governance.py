@@ -150,7 +150,7 @@ class GovernanceService:
                     status="held", review_id=review_ids[0], provenance=provenance, trust=held[0].trust
                 )
             result, _ = self.store.admit(
-                conn, tenant_id, admitted, None, embedder_id=self.embedder.model_id, actor=actor, prejudged=prejudged
+                conn, tenant_id, admitted, embedder_id=self.embedder.model_id, actor=actor, prejudged=prejudged
             )
             memory_id = result.memory_ids[0]
             links = conn.execute(
@@ -215,7 +215,12 @@ class GovernanceService:
             payload = {k: v for k, v in row["candidate"].items() if k in MemoryCandidate.model_fields}
             candidate = MemoryCandidate.model_validate(payload)
             result, _ = self.store.admit(
-                conn, tenant_id, [candidate], _origin(row, candidate), embedder_id=self.embedder.model_id, actor=actor
+                conn,
+                tenant_id,
+                [candidate],
+                embedder_id=self.embedder.model_id,
+                source=_origin(row, candidate),
+                actor=actor,
             )
         self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
         metrics.add_metric(name="CandidatesPromoted", unit="Count", value=1)

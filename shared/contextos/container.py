@@ -130,14 +130,42 @@ def memories():  # -> MemoryService
 def retrieval():  # -> RetrievalService
     from contextos.services.retrieval import RetrievalService
 
-    return RetrievalService(settings=get_settings(), store=memory_store(), embedder=embedder())
+    return RetrievalService(settings=get_settings(), store=memory_store(), embedder=embedder(), cold=cold_storage())
+
+
+@lru_cache(maxsize=1)
+def lifecycle_store():  # -> LifecycleStore
+    from contextos.store.lifecycle import LifecycleStore
+
+    settings = get_settings()
+    return LifecycleStore(database(), settings.decay, settings.lifecycle)
+
+
+@lru_cache(maxsize=1)
+def cold_storage():  # -> ColdStorage
+    from contextos.adapters import S3BlobStore
+    from contextos.services.cold import ColdStorage
+
+    settings = get_settings()
+    return ColdStorage(
+        store=lifecycle_store(),
+        blobs=S3BlobStore(aws_client("s3")),
+        bucket=settings.cold_bucket,
+        settings=settings.lifecycle,
+    )
 
 
 @lru_cache(maxsize=1)
 def lifecycle():  # -> LifecycleService
     from contextos.services.lifecycle import LifecycleService
 
-    return LifecycleService(store=memory_store(), housekeeping=[idempotency_store().purge_expired])
+    return LifecycleService(
+        store=memory_store(),
+        lifecycle=lifecycle_store(),
+        cold=cold_storage(),
+        settings=get_settings().lifecycle,
+        housekeeping=[idempotency_store().purge_expired],
+    )
 
 
 def reset() -> None:
@@ -156,6 +184,8 @@ def reset() -> None:
         memories,
         retrieval,
         lifecycle,
+        lifecycle_store,
+        cold_storage,
         idempotency_store,
     ):
         factory.cache_clear()

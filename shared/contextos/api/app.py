@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import Server
 from pydantic import BaseModel
 
-from contextos.api import context, documents, memories
+from contextos.api import context, documents, memories, reminders
 from contextos.errors import ContextOSError
 from contextos.observability import logger
 
@@ -40,6 +40,7 @@ def build_app() -> APIGatewayRestResolver:
     app.include_router(documents.router)
     app.include_router(context.router)
     app.include_router(memories.router)
+    app.include_router(reminders.router)
     app.enable_swagger(path="/swagger", title="ContextOS API", version="0.1.0", servers=[Server(url="/v1")])
 
     @app.exception_handler(ContextOSError)

@@ -16,6 +16,7 @@ from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scoring import Candidate, Ranked, rank
+from contextos.services.cold import ColdStorage
 from contextos.store.repository import MemoryStore
 
 
@@ -24,6 +25,7 @@ class RetrievalService:
     settings: Settings
     store: MemoryStore
     embedder: Embedder
+    cold: ColdStorage | None = None  # S5 reactivation of cold matches
 
     def context(
         self, tenant_id: str, request: ContextRequest, *, query_vector: list[float] | None = None
@@ -36,6 +38,8 @@ class RetrievalService:
         intent = analysis.intent
         if query_vector is None:
             query_vector = self.embedder.embed([request.query])[0]
+        # Cold matches come back first, so the searches below can already return them (S5).
+        reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=request.dry_run) if self.cold else []
         rows, found = self._search(tenant_id, analysis, query_vector)
         pinned = self._candidates(self.store.pinned_rows(tenant_id, query_vector), {}, pinned=True)
         pinned_ids = {c.id for c in pinned}
@@ -69,6 +73,7 @@ class RetrievalService:
             dry_run=request.dry_run,
             memories=memories,
             index=index,
+            reactivated=reactivated,
         )
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qsl
 
 from contextos.local.events import api_proxy_event
 from contextos.local.handlers import invoke
@@ -26,7 +27,9 @@ def call_api(
         else None
     )
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
-    event = api_proxy_event(method, path, {"Content-Type": "application/json"}, None, text, authorizer)
+    path, _, query = path.partition("?")  # a query string goes where API Gateway puts it
+    params = dict(parse_qsl(query)) or None
+    event = api_proxy_event(method, path, {"Content-Type": "application/json"}, params, text, authorizer)
     response = invoke("api", event)
     payload = response.get("body")
     return response["statusCode"], (json.loads(payload) if payload else None)

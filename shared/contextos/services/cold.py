@@ -82,8 +82,9 @@ class ColdStorage:
     def reactivate(self, tenant_id: str, query_vector: Sequence[float], *, dry_run: bool) -> list[Reactivation]:
         """Cold stubs close enough to the query come back hot at the configured strength.
 
-        A dry run changes nothing: it lists what would come back (``restored`` false). A failure
-        to read S3 costs the query its reactivations, never the query itself.
+        A dry run changes nothing: it lists what would come back (``restored`` false). Any failure
+        (S3, the database) rolls that memory's restore back and costs the query only the
+        reactivation, never its answer.
         """
         cfg = self.settings
         matches = self.store.cold_matches(
@@ -108,9 +109,11 @@ class ColdStorage:
                         claim, payload, strength=cfg.reactivation_strength, reason=f"query match cosine {similarity}"
                     )
                     self.on_step("reactivate:before_commit")
-            except (ContextOSError, OSError, ValueError) as exc:
+            except Exception as exc:  # the query answers without it; the next matching query retries
                 logger.warning(
-                    "cold memory not reactivated", extra={"memory_id": str(match["id"]), "error": type(exc).__name__}
+                    "cold memory not reactivated",
+                    extra={"memory_id": str(match["id"]), "error": type(exc).__name__},
+                    exc_info=not isinstance(exc, ContextOSError),
                 )
                 continue
             if restored:

@@ -352,7 +352,7 @@ class LifecycleStore:
             [tenant, claim.memory_id],
         ).fetchone()
         if vector is not None:
-            keys = band_keys([[float(x) for x in vector["embedding"]]])[0]
+            keys = band_keys([vector["embedding"].to_list()])[0]
             conn.execute(
                 """INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id)
                    SELECT %s, b, %s FROM unnest(%s::int[]) AS b ON CONFLICT DO NOTHING""",

@@ -203,6 +203,7 @@ class LifecycleReport(BaseModel):
     archived: int = 0
     expired: int = 0
     failed_tenants: list[str] = Field(default_factory=list)  # retried by the next scan
+    stage_s: dict[str, float] = Field(default_factory=dict)  # seconds per stage, summed over tenants
     vectors_indexed: int = 0  # fresh vectors moved into the ANN index
     housekeeping: int = 0  # rows removed by housekeeping chores
     elapsed_s: float = 0.0

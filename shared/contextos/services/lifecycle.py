@@ -53,6 +53,7 @@ class LifecycleService:
     def scan_tenant(self, tenant_id: str, report: LifecycleReport, progress: Progress | None = None) -> None:
         notify = progress or (lambda *_: None)
         batch = self.settings.batch_size
+        clock = _StageClock(report)
         after = None
         while True:
             done = self.lifecycle.materialize(tenant_id, after=after, limit=batch)
@@ -64,6 +65,7 @@ class LifecycleService:
             notify(tenant_id, "materialized", report.materialized)
             if (after := done.after) is None:
                 break
+        clock.lap("materialize")
         if self.cold is not None:
             after_id = None
             while True:
@@ -73,11 +75,14 @@ class LifecycleService:
                     notify(tenant_id, "archived", report.archived)
                 if after_id is None:
                     break
+            clock.lap("archive")
         while expired := self.lifecycle.expire_scratch(tenant_id, limit=batch):
             report.expired += expired
             notify(tenant_id, "expired", report.expired)
+        clock.lap("expire")
         while settled := self.store.settle_vectors(tenant_id, limit=batch):
             report.vectors_indexed += settled
+        clock.lap("settle_vectors")
 
     def reminders(
         self, tenant_id: str, *, include_acknowledged: bool = False, limit: int | None = None, cursor: str | None = None
@@ -90,3 +95,16 @@ class LifecycleService:
 
     def acknowledge(self, tenant_id: str, reminder_id) -> ReminderAcknowledged:
         return ReminderAcknowledged.model_validate(self.lifecycle.acknowledge(tenant_id, reminder_id))
+
+
+class _StageClock:
+    """Adds the seconds since the last lap to the report's per-stage totals."""
+
+    def __init__(self, report: LifecycleReport) -> None:
+        self.report = report
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.report.stage_s[stage] = round(self.report.stage_s.get(stage, 0.0) + now - self.last, 4)
+        self.last = now

@@ -27,11 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pgserver
 import psycopg
 from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.store.dialect import get_dialect
-from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
 from contextos.store.sql import band_case, next_transition
 
@@ -197,44 +197,53 @@ def main() -> None:
         boto3.client(
             "s3", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x"
         ).create_bucket(Bucket=BUCKET)
-        with tempfile.TemporaryDirectory(prefix="contextos-bench-lifecycle-") as tmp:
-            url = embedded_database_url(Path(tmp))
-            migrate(url, get_dialect("postgres"), DIM, "bench")
-            with psycopg.connect(url, autocommit=True) as conn:
-                # The scan never inserts into HNSW (archived vectors leave its predicate); building it
-                # for 1M vectors would take an hour here and measure nothing about the scan.
-                conn.execute("DROP INDEX IF EXISTS memory_vectors_hnsw")
-            env = {
-                "CONTEXTOS_DATABASE_URL": url,
-                "CONTEXTOS_COLD_BUCKET": BUCKET,
-                "AWS_ENDPOINT_URL": endpoint,
-                "AWS_ACCESS_KEY_ID": "bench",
-                "AWS_SECRET_ACCESS_KEY": "bench",
-                "AWS_DEFAULT_REGION": "us-east-1",
-                "POWERTOOLS_SERVICE_NAME": "contextos-bench",
-                "POWERTOOLS_TRACE_DISABLED": "true",
-                "POWERTOOLS_LOG_LEVEL": "WARNING",
-                "POWERTOOLS_METRICS_NAMESPACE": "ContextOS",
-            }
-            for n in args.sizes:
+        env_base = {
+            "CONTEXTOS_COLD_BUCKET": BUCKET,
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "POWERTOOLS_SERVICE_NAME": "contextos-bench",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+            "POWERTOOLS_METRICS_NAMESPACE": "ContextOS",
+        }
+        for n in args.sizes:
+            with tempfile.TemporaryDirectory(prefix="contextos-bench-lifecycle-", ignore_cleanup_errors=True) as tmp:
+                pgdata = Path(tmp) / "pg"
+                server = pgserver.get_server(pgdata)
+                url = server.get_uri()
+                migrate(url, get_dialect("postgres"), DIM, "bench")
+                with psycopg.connect(url, autocommit=True) as conn:
+                    # The scan never inserts into HNSW (archived vectors leave its predicate); building
+                    # it for 1M vectors would take an hour here and measure nothing about the scan.
+                    conn.execute("DROP INDEX IF EXISTS memory_vectors_hnsw")
                 tenant = f"bench-{n}"
                 load_s = load(url, tenant, n, settings)
                 print(f"{n:,} memories loaded in {load_s:.0f} s", flush=True)
-                result = run_scan(env)
-                report = result["report"]
-                label = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}m"
-                figures[f"scan_s_{label}"] = round(result["elapsed_s"], 2)
-                figures[f"peak_rss_mb_{label}"] = round(result["peak_rss_mb"], 1)
-                figures[f"changed_band_share_{label}"] = round(report["changed_band"] / n, 4)
-                figures[f"archived_{label}"] = report["archived"]
-                figures[f"reminders_opened_{label}"] = report["reminders_opened"]
-                details[label] = {"load_s": round(load_s, 1), "report": report, "after": band_shares(url, tenant)}
-                print(
-                    f"scan at {n:,}: {result['elapsed_s']:.2f} s, peak RSS {result['peak_rss_mb']:.0f} MB, "
-                    f"{report['changed_band']:,} changed band ({report['changed_band'] / n:.2%}), "
-                    f"{report['reminders_opened']:,} reminders, {report['archived']:,} archived",
-                    flush=True,
-                )
+                # A restart empties PostgreSQL's buffer pool (the OS page cache stays): at 100k the
+                # whole freshly loaded store would otherwise still sit in the 128 MB pool, at 1M not,
+                # and the two sizes would be measured in different states.
+                server.cleanup()
+                server = pgserver.get_server(pgdata)
+                result = run_scan({**env_base, "CONTEXTOS_DATABASE_URL": server.get_uri()})
+                after = band_shares(server.get_uri(), tenant)
+                server.cleanup()
+            report = result["report"]
+            label = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}m"
+            figures[f"scan_s_{label}"] = round(result["elapsed_s"], 2)
+            figures[f"peak_rss_mb_{label}"] = round(result["peak_rss_mb"], 1)
+            figures[f"changed_band_share_{label}"] = round(report["changed_band"] / n, 4)
+            figures[f"archived_{label}"] = report["archived"]
+            figures[f"reminders_opened_{label}"] = report["reminders_opened"]
+            details[label] = {"load_s": round(load_s, 1), "report": report, "after": after}
+            print(
+                f"scan at {n:,}: {result['elapsed_s']:.2f} s, peak RSS {result['peak_rss_mb']:.0f} MB, "
+                f"{report['changed_band']:,} changed band ({report['changed_band'] / n:.2%}), "
+                f"{report['reminders_opened']:,} reminders, {report['archived']:,} archived, "
+                f"stages {report['stage_s']}",
+                flush=True,
+            )
     finally:
         moto.terminate()
         moto.wait()
@@ -246,7 +255,8 @@ def main() -> None:
         {**figures, "details": details},
         title="Lifecycle scan",
         notes=[
-            "One tenant per size in one fresh embedded PostgreSQL 16; the stores are steady states 4 hours after "
+            "One fresh embedded PostgreSQL 16 (default settings: 128 MB shared_buffers) per size, restarted after "
+            "the load so both sizes start with an empty buffer pool; the stores are steady states 4 hours after "
             "the previous scan (strength log-uniform over [0.10, 1] then, λ by importance and type).",
             "The scan is the real LifecycleService (materialize due transitions, reminders, archival to S3 in "
             "batches of 500 per object, scratch expiry, vector settling) in a fresh process; peak RSS is its "

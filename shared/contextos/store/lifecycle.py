@@ -139,7 +139,7 @@ class LifecycleStore:
             row = conn.execute(
                 f"""
                 WITH due AS (
-                    SELECT id, band AS old_band, next_transition_at AS old_next FROM memories
+                    SELECT ctid, id, band AS old_band, next_transition_at AS old_next FROM memories
                     WHERE tenant_id = %(tenant)s AND state = 'active' AND tier = 'hot'
                       AND next_transition_at <= now() AND (next_transition_at, id) > (%(after_at)s, %(after_id)s)
                     ORDER BY next_transition_at, id
@@ -155,7 +155,7 @@ class LifecycleStore:
                     next_transition("m.strength_anchor", "m.strength_anchor_at", "m.decay_rate", strength, d)
                 }
                     FROM due
-                    WHERE m.tenant_id = %(tenant)s AND m.id = due.id
+                    WHERE m.ctid = due.ctid  -- the row the claim locked, without a second index lookup
                     RETURNING m.id, m.band, m.strength, due.old_band, due.old_next
                 ),
                 opened AS (

@@ -108,3 +108,16 @@ def test_keyset_batches_cover_every_due_memory(ingested):
     report = service.run(progress=record)
     assert report.materialized >= total
     assert len(progress) >= total // 2
+
+
+def test_the_cli_runs_the_scan_with_progress_and_prints_the_report(ingested, capsys):
+    import json
+
+    from contextos.cli import main
+
+    age(ingested, "canary release", days=3)
+    assert main(["lifecycle", "run"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert report["materialized"] >= 1 and report["bands"].get("fading", 0) >= 1
+    assert f"{ingested}: materialized" in err  # progress on stderr, per tenant and stage

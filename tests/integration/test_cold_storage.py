@@ -340,3 +340,29 @@ def test_two_scans_at_once_archive_each_memory_once(seeded, s3, monkeypatch):
         t.join()
     assert sum(r.archived for r in reports) == 4 and not any(r.failed_tenants for r in reports)
     assert len(assert_each_memory_exactly_once(seeded, s3, before)["cold"]) == 4
+
+
+def test_a_fault_part_way_through_a_querys_reactivations_keeps_the_ones_done(seeded, s3, monkeypatch):
+    monkeypatch.setenv("CONTEXTOS_LIFECYCLE__REACTIVATION_COSINE", "0.2")  # let several cold memories match
+    container.reset()
+    before = snapshot(seeded)
+    forget(seeded, ["Canary release", "Feature flags", "Rollback plan"])
+    container.lifecycle().run()
+    cold = container.cold_storage()
+    commits = {"n": 0}
+
+    def fail_second(at: str) -> None:
+        if at == "reactivate:before_commit":
+            commits["n"] += 1
+            if commits["n"] == 2:
+                raise StepFault(at)
+
+    cold.on_step = fail_second
+    query = "canary release feature flags rollback of a risky deploy"
+    _, first = call_api("POST", "/v1/context", seeded, {"query": query})
+    assert len(first["reactivated"]) == 2 and all(r["restored"] for r in first["reactivated"])
+    assert len(assert_each_memory_exactly_once(seeded, s3, before)["cold"]) == 1
+    cold.on_step = lambda at: None
+    _, second = call_api("POST", "/v1/context", seeded, {"query": query})
+    assert len(second["reactivated"]) == 1  # only the one that failed; the others are hot already
+    assert assert_each_memory_exactly_once(seeded, s3, before)["cold"] == []

@@ -30,7 +30,7 @@ def append_audit(conn: Any, tenant_id: str, entries: Sequence[AuditEntry]) -> No
     conn.execute(
         """INSERT INTO audit_log (tenant_id, actor, action, memory_id, reason, details)
            SELECT %s, a, act, m, r, d
-           FROM unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::jsonb[]) WITH ORDINALITY
+           FROM unnest(%b::text[], %b::text[], %b::uuid[], %b::text[], %b::jsonb[]) WITH ORDINALITY
                AS e(a, act, m, r, d, n)
            ORDER BY n""",
         [

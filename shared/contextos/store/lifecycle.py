@@ -66,7 +66,7 @@ class ArchiveClaim:
             """UPDATE memories AS m SET tier = 'cold', state = 'archived', definition = '', metadata = '{}',
                       acronyms = '{}', initials = NULL, next_transition_at = NULL, cold_object_key = %(key)s,
                       cold_byte_start = s.b, cold_byte_end = s.e, updated_at = now()
-               FROM unnest(%(ids)s::uuid[], %(starts)s::int8[], %(ends)s::int8[]) AS s(id, b, e)
+               FROM unnest(%(ids)b::uuid[], %(starts)b::int8[], %(ends)b::int8[]) AS s(id, b, e)
                WHERE m.tenant_id = %(tenant)s AND m.id = s.id""",
             {
                 "tenant": tenant,
@@ -76,16 +76,16 @@ class ArchiveClaim:
                 "ends": [r[1] for r in ranges],
             },
         )
-        conn.execute("DELETE FROM memory_items WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant, ids])
+        conn.execute("DELETE FROM memory_items WHERE tenant_id = %s AND memory_id = ANY(%b)", [tenant, ids])
         conn.execute(
-            "DELETE FROM relationships WHERE tenant_id = %s AND (src_id = ANY(%s) OR dst_id = ANY(%s))",
+            "DELETE FROM relationships WHERE tenant_id = %s AND (src_id = ANY(%b) OR dst_id = ANY(%b))",
             [tenant, ids, ids],
         )
         conn.execute(
-            "UPDATE memory_vectors SET searchable = false, cold = true WHERE tenant_id = %s AND memory_id = ANY(%s)",
+            "UPDATE memory_vectors SET searchable = false, cold = true WHERE tenant_id = %s AND memory_id = ANY(%b)",
             [tenant, ids],
         )
-        conn.execute("DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant, ids])
+        conn.execute("DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%b)", [tenant, ids])
         active = sum(1 for r in self.records if r.was_active)
         if active:
             conn.execute(

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psycopg
 from contextos.config import Settings
 from contextos.decay import decay_rate
-from contextos.lsh import band_keys
+from contextos.lsh import sketch
 from contextos.models import ContextRequest
 from contextos.normalization import initials, norm_key
 from contextos.observability import metrics
@@ -508,7 +508,7 @@ def load(url: str, corpus: Corpus, vectors: np.ndarray, settings: Settings, seed
                         i in pinned,
                     ]
                 )
-        band_rows = band_keys(vectors)
+        sketches = sketch(vectors)
         with conn.cursor().copy(
             "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed)"
             " FROM STDIN WITH (FORMAT BINARY)"
@@ -517,12 +517,11 @@ def load(url: str, corpus: Corpus, vectors: np.ndarray, settings: Settings, seed
             for memory_id, kind, vector in zip(ids, corpus.types, vectors, strict=True):
                 copy.write_row([tenant, memory_id, kind, vector, "bench", True])
         with conn.cursor().copy(
-            "COPY memory_vector_bands (tenant_id, band_key, memory_id) FROM STDIN WITH (FORMAT BINARY)"
+            "COPY memory_vector_bands (tenant_id, band_key, memory_id, signature) FROM STDIN"
         ) as copy:
-            copy.set_types(["text", "int4", "uuid"])
-            for memory_id, keys in zip(ids, band_rows, strict=True):
+            for memory_id, keys, signature in zip(ids, sketches.band_keys, sketches.signatures, strict=True):
                 for key in keys:
-                    copy.write_row([tenant, key, memory_id])
+                    copy.write_row([tenant, key, memory_id, signature])
         with conn.cursor().copy(
             "COPY memory_items (tenant_id, memory_id, document_id, label, definition, importance)"
             " FROM STDIN WITH (FORMAT BINARY)"

@@ -113,7 +113,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Daily governance report (S9)",
         timeout_seconds=900,
         memory_mb=1024,
-        access=frozenset({A.DB_SECRET}),
+        # conflict candidates: the most similar pairs go through the contradiction judge (Converse)
+        access=frozenset({A.DB_SECRET, A.BEDROCK_TEXT}),
     ),
     FunctionSpec(
         "migrate",

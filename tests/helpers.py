@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import parse_qsl
 
 from contextos.local.events import api_proxy_event
 from contextos.local.handlers import invoke
@@ -12,24 +11,31 @@ from contextos.local.workers import QueuePoller
 
 
 def call_api(
-    method: str, path: str, tenant: str | None, body: Any = None, *, raw_body: str | None = None
+    method: str,
+    path: str,
+    tenant: str | None,
+    body: Any = None,
+    *,
+    raw_body: str | None = None,
+    principal: str = "user",
+    ceiling: str = "user_turn",
+    query: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
-    """One API call with the tenant in the authorizer context, as API Gateway passes it."""
+    """One API call with the tenant in the authorizer context, as API Gateway passes it (a user
+    credential unless ``principal``/``ceiling`` say otherwise)."""
     authorizer = (
         {
             "tenant_id": tenant,
-            "principal": "user",
-            "key_name": "tests",
-            "provenance_ceiling": "user_turn",
+            "principal": principal,
+            "key_name": f"tests-{principal}",
+            "provenance_ceiling": ceiling,
             "principalId": "tests",
         }
         if tenant
         else None
     )
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
-    path, _, query = path.partition("?")  # a query string goes where API Gateway puts it
-    params = dict(parse_qsl(query)) or None
-    event = api_proxy_event(method, path, {"Content-Type": "application/json"}, params, text, authorizer)
+    event = api_proxy_event(method, path, {"Content-Type": "application/json"}, query, text, authorizer)
     response = invoke("api", event)
     payload = response.get("body")
     return response["statusCode"], (json.loads(payload) if payload else None)

@@ -69,3 +69,20 @@ class SqsQueue:
         except (ClientError, BotoCoreError) as exc:
             raise TransientError("could not enqueue the job") from exc
         return response["MessageId"]
+
+    def send_many(self, messages: list[dict]) -> list[bool]:
+        """Send in batches of ten (SQS's limit); return, per message, whether it was accepted."""
+        accepted: list[bool] = []
+        for start in range(0, len(messages), 10):
+            chunk = messages[start : start + 10]
+            try:
+                response = self._client.send_message_batch(
+                    QueueUrl=self.queue_url,
+                    Entries=[{"Id": str(i), "MessageBody": json.dumps(m, default=str)} for i, m in enumerate(chunk)],
+                )
+            except (ClientError, BotoCoreError):
+                accepted += [False] * len(chunk)
+                continue
+            ok = {entry["Id"] for entry in response.get("Successful", [])}
+            accepted += [str(i) in ok for i in range(len(chunk))]
+        return accepted

@@ -73,7 +73,12 @@ class _Target:
 def cmd_dev(args: argparse.Namespace) -> int:
     from contextos.local.stack import LocalStack
 
-    stack = LocalStack(api_port=args.port, moto_port=args.moto_port, lifecycle_every_s=args.lifecycle_every).start()
+    stack = LocalStack(
+        api_port=args.port,
+        moto_port=args.moto_port,
+        lifecycle_every_s=args.lifecycle_every,
+        sweep_every_s=args.sweep_every,
+    ).start()
     state = stack.state()
     print(f"ContextOS local stack on {state['api_url']}  (API key: {state['api_key']}, tenant: {state['tenant']})")
     print(
@@ -157,6 +162,22 @@ def cmd_lifecycle(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """``report health|governance`` read the API; ``report run`` runs the daily governance job here."""
+    if args.kind == "run":
+        from contextos import container
+
+        print(container.reports().run_all().model_dump_json(indent=2))
+        return 0
+    target = _Target(args)
+    try:
+        status, body = target.client.call("GET", f"/v1/{args.kind}")
+    finally:
+        target.close()
+    print(json.dumps(body, indent=2), file=sys.stderr if status >= 400 else sys.stdout)
+    return 1 if status >= 400 else 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     from contextos import container
     from contextos.models import Provenance
@@ -166,6 +187,27 @@ def cmd_keys(args: argparse.Namespace) -> int:
     )
     print(key)
     return 0
+
+
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    """Recompute every tenant's audit hash chain; exit 1 when any entry was edited, deleted,
+    re-ordered or inserted."""
+    from contextos import container
+
+    reports = container.governance().verify_all(args.tenant or None)
+    for report in reports:
+        print(report.model_dump_json())
+        if not report.ok:
+            for problem in report.problems:
+                where = f"{report.tenant_id}: entry {problem.chain_seq}"
+                print(f"  {where}: {problem.kind}: {problem.detail}", file=sys.stderr)
+    broken = [r.tenant_id for r in reports if not r.ok]
+    print(
+        f"{len(reports)} tenant chain(s) checked, {sum(r.entries for r in reports)} entries; "
+        + (f"BROKEN: {', '.join(broken)}" if broken else "all intact"),
+        file=sys.stderr,
+    )
+    return 1 if broken else 0
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -183,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=8787)
     dev.add_argument("--moto-port", type=int, default=0)
     dev.add_argument("--lifecycle-every", type=float, default=4 * 3600, help="seconds between lifecycle scans")
+    dev.add_argument(
+        "--sweep-every", type=float, default=None, help="seconds between session sweeps (default: 300, as deployed)"
+    )
     dev.set_defaults(func=cmd_dev)
 
     def api_flags(p: argparse.ArgumentParser) -> None:
@@ -209,12 +254,23 @@ def build_parser() -> argparse.ArgumentParser:
     run = lifecycle_sub.add_parser("run", help="run the lifecycle scan now")
     run.set_defaults(func=cmd_lifecycle)
 
+    report = sub.add_parser("report", help="health score, governance report, or run the governance job now")
+    report.add_argument("kind", choices=["health", "governance", "run"])
+    api_flags(report)
+    report.set_defaults(func=cmd_report)
+
     keys = sub.add_parser("keys", help="create an API key")
     keys.add_argument("--tenant", required=True)
     keys.add_argument("--name", required=True)
     keys.add_argument("--principal", choices=["agent", "user"], default="agent")
     keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
     keys.set_defaults(func=cmd_keys)
+
+    audit = sub.add_parser("audit", help="the audit log")
+    audit_sub = audit.add_subparsers(dest="action", required=True)
+    verify = audit_sub.add_parser("verify", help="check each tenant's hash chain for edited, deleted or moved entries")
+    verify.add_argument("--tenant", action="append", help="only this tenant (repeatable)")
+    verify.set_defaults(func=cmd_audit_verify)
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)

@@ -187,6 +187,126 @@ class MergeSettings(BaseModel):
     related_edge_step: float = 0.25
 
 
+class ReportSettings(BaseModel):
+    """S9 health score and governance report: weights, windows, thresholds and report sizes."""
+
+    # Health score (0-100): component weights sum to 1.
+    weight_coverage: float = 0.25
+    weight_efficiency: float = 0.25
+    weight_freshness: float = 0.20
+    weight_balance: float = 0.15
+    weight_cleanliness: float = 0.15
+    window_days: int = 14  # coverage and efficiency look at the context_log of this many days
+    efficiency_ideal_low: float = 0.50  # tokens used / budget: full marks inside [low, high]
+    efficiency_ideal_high: float = 0.80
+    efficiency_score_at_full: float = 0.5  # a budget used to the last token scores this (linear from high)
+    balance_types: list[str] = Field(
+        default_factory=lambda: ["problem", "decision", "fact", "entity", "event", "preference", "code"]
+    )  # the entropy is normalized by ln(max(len(balance_types), types present))
+
+    # Governance report.
+    decay_candidate_strength: float = 0.40  # current strength below this (the critical band) is a candidate
+    conflict_min_cosine: float = 0.80  # similar enough to be about the same thing, judged for contradiction
+    conflict_judge_max_pairs: int = 200  # judge calls per tenant and run (the most similar pairs first)
+    similar_pairs_max: int = 20_000  # similar pairs read per run (most similar first): bounds both sections
+    consolidation_same_type: bool = True  # near duplicates must share a type (as merges do)
+    lsh_bucket_max_members: int = 200  # LSH buckets larger than this are skipped (bounds the pair join)
+    god_node_min_degree: int = 10  # explicit edges (either direction, active endpoints)
+    god_node_max_importance: int = 4
+    implicit_min_shared: int = 2  # memories sharing >= this many sources, or tags, get an implicit edge
+    implicit_edge_weight: float = 0.5
+    implicit_source_max_members: int = 200  # a source or tag with more memories adds no implicit edges
+    community_max_edges: int = 100_000  # Louvain input cap: above it the heaviest edges are kept
+    community_seed: int = 42
+    community_resolution: float = 1.0
+    community_min_size: int = 2  # smaller communities are not stored (they carry no signal)
+    community_bonus: float = 0.08  # graph score of a candidate sharing a community with a top hit
+    community_top_hits: int = 5  # top hits of the vector and of the text search whose communities count
+    report_items: int = 50  # rows per report section
+    community_sample_labels: int = 5
+    reports_kept: int = 30  # stored governance reports per tenant
+
+
+class ConversationSettings(BaseModel):
+    """S8: when a session's buffered messages are flushed into memory, and how they are read."""
+
+    flush_messages: int = 50  # unflushed messages that trigger a flush on append
+    idle_flush_s: int = 15 * 60  # a session idle this long is flushed by the sweeper
+    sweep_every_s: int = 5 * 60  # the sweeper's schedule (EventBridge rate; the local scheduler)
+    sweep_batch: int = 500  # sessions claimed per tenant per sweeper statement
+    resend_after_s: int = 60  # a claimed flush still unsent after this long is sent again by the sweeper
+    requeue_after_s: int = 3600  # a sent flush untouched this long (its message lost, e.g. in the DLQ) is sent again
+    stale_processing_s: int = 600  # a flush held longer than this by a worker that died is taken over
+    max_attempts: int = 3  # receives before a flush ends as failed (the queue's DLQ threshold)
+    min_concepts: int = 3  # asked of the model; fewer only when the log holds fewer
+    max_concepts: int = 10  # kept per flush, most important first
+    max_message_chars: int = 32_000  # one message's content
+    max_session_id_chars: int = 200
+    recent_turns: int = 6  # turns of the session that inform a context query's analysis
+    recent_turn_chars: int = 2_000  # of each recent turn, for query analysis
+    # system turns configure the agent; they are kept in the log but not distilled into memories
+    extract_roles: list[str] = Field(default_factory=lambda: ["user", "assistant", "tool", "third_party"])
+
+
+def _default_base_trust() -> dict[str, float]:
+    from contextos.models import BASE_TRUST
+
+    return {p.value: t for p, t in BASE_TRUST.items()}
+
+
+class GovernanceSettings(BaseModel):
+    """S7: what gets in. Base trust per provenance, the trust gate, the contradiction gate and
+    the composite trust computed at read time."""
+
+    base_trust: dict[str, float] = Field(default_factory=_default_base_trust)
+    trust_threshold: float = 0.5  # below it a candidate goes to the review queue, nowhere else
+    # Instruction-like text aimed at an agent (prompt injection) lowers a candidate's trust;
+    # a source text carrying it taints every candidate drawn from it.
+    injection_penalty: float = 0.5
+    injection_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b.{0,40}"
+            r"\b(instructions?|prompts?|rules|guidelines|context|messages?)\b",
+            r"\b(new|updated|real|hidden|secret)\s+(system\s+)?instructions?\b",
+            r"\bsystem\s*prompt\b",
+            r"\bfrom now on\b",
+            r"\b(you|the assistant|the agent|the ai|assistants?|agents?)\s+(must|should|shall|will)\s+"
+            r"(now\s+)?(always|never|only)\b",
+            r"\b(you|assistants?|agents?|ai|models?|chatbots?|bots?|llms?)\b.{0,30}\b(always|never)\s+(recommend|answer"
+            r"|reply|respond|say|tell|mention|reveal|send|trust|refer|use|follow|call|run|execute|include|link|redirect"
+            r"|share|forward|ignore)\b",
+            r"\bwhen(ever)?\s+(the\s+)?user\s+(asks|says|mentions|requests)\b",
+            r"\bdo not (tell|inform|mention|reveal)\b.{0,30}\b(user|anyone|them)\b",
+            r"\b(send|forward|email|upload|post|exfiltrate|transfer)\b.{0,60}\b(password|credentials?|api[\s_-]?keys?"
+            r"|tokens?|secrets?|private|conversation|history|data)\b.{0,40}\b(to|at)\b",
+            r"\b(act|behave|pretend|roleplay)\s+(as|like|to be)\b",
+            r"\b(developer|god|jailbreak|dan)\s+mode\b",
+            r"<\s*/?\s*(system|assistant|instructions?|im_start|im_end)\s*>",
+            r"\[\s*(system|inst)\s*\]|###\s*(system|instruction)",
+            r"\b(remember|store|save|memorize)\s+(this|that)\b.{0,40}\b(always|permanent(ly)?|forever)\b",
+        ]
+    )
+    contradiction_top_k: int = 5  # nearest active memories each admitted candidate is judged against
+    contradiction_similarity_floor: float = 0.6  # cosine below which two memories are not compared
+    contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
+    contradiction_ef_search: int = 64
+    judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
+    # Judge outside the tenant lock first, then only what changed under it. None: only when the
+    # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).
+    prejudge: bool | None = None
+    corroboration_step: float = 0.05
+    corroboration_cap: float = 0.15
+    overuse_access_count: int = 3  # accessed this often …
+    overuse_freshness: float = 0.3  # … yet this stale: a penalty (S7 composite trust)
+    overuse_penalty: float = 0.10
+    review_page_size: int = 50
+    audit_page_size: int = 1000  # rows per page when verifying the hash chain
+
+    def trust_of(self, provenance: str) -> float:
+        """Base trust of a provenance; an unknown one gets none."""
+        return float(self.base_trust.get(str(provenance), 0.0))
+
+
 class BedrockSettings(BaseModel):
     """Model ids for the Bedrock adapters."""
 
@@ -239,6 +359,9 @@ class Settings(BaseSettings):
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     merge: MergeSettings = Field(default_factory=MergeSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    reports: ReportSettings = Field(default_factory=ReportSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    governance: GovernanceSettings = Field(default_factory=GovernanceSettings)
 
     @property
     def raw_bucket_name(self) -> str:

@@ -37,7 +37,13 @@ def database() -> Database:
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
-    return MemoryStore(database(), get_settings().decay, get_settings().merge)
+    from contextos.store.governance import ContradictionGate
+
+    settings = get_settings()
+    cfg = settings.governance
+    prejudges = cfg.prejudge if cfg.prejudge is not None else settings.judge == "bedrock"
+    gate = ContradictionGate(judge(), cfg, prejudges=prejudges)
+    return MemoryStore(database(), settings.decay, settings.merge, gate=gate)
 
 
 @lru_cache(maxsize=1)
@@ -130,7 +136,39 @@ def memories():  # -> MemoryService
 def retrieval():  # -> RetrievalService
     from contextos.services.retrieval import RetrievalService
 
-    return RetrievalService(settings=get_settings(), store=memory_store(), embedder=embedder(), cold=cold_storage())
+    return RetrievalService(
+        settings=get_settings(),
+        store=memory_store(),
+        embedder=embedder(),
+        recent_turns=conversations().recent_turns,
+        cold=cold_storage(),
+    )
+
+
+@lru_cache(maxsize=1)
+def admission():  # -> Admission
+    from contextos.services.admission import Admission
+
+    return Admission(settings=get_settings(), store=memory_store(), embedder=embedder())
+
+
+@lru_cache(maxsize=1)
+def conversations():  # -> ConversationService
+    """Sessions (S8). Extraction and admission are bound lazily: the API and the sweeper never use them."""
+    from contextos.adapters import SqsQueue
+    from contextos.services.conversations import ConversationService
+    from contextos.store.conversations import ConversationStore
+
+    settings = get_settings()
+    queue = SqsQueue(aws_client("sqs"), settings.conversation_queue_url) if settings.conversation_queue_url else None
+    return ConversationService(
+        settings=settings,
+        store=ConversationStore(database()),
+        tenant_ids=memory_store().tenant_ids,
+        queue=queue,
+        extractor=extractor,
+        admission=admission,
+    )
 
 
 @lru_cache(maxsize=1)
@@ -168,6 +206,30 @@ def lifecycle():  # -> LifecycleService
     )
 
 
+@lru_cache(maxsize=1)
+def reports():  # -> ReportService
+    from contextos.services.reports import ReportService
+    from contextos.store.reports import ReportStore
+
+    settings = get_settings()
+    return ReportService(
+        settings=settings,
+        store=ReportStore(database(), settings.decay, settings.reports),
+        judge=judge(),
+        tenant_ids=memory_store().tenant_ids,
+    )
+
+
+@lru_cache(maxsize=1)
+def governance():  # -> GovernanceService
+    from contextos.services.governance import GovernanceService
+    from contextos.store.governance import GovernanceStore
+
+    return GovernanceService(
+        settings=get_settings(), store=memory_store(), governance=GovernanceStore(database()), embedder=embedder()
+    )
+
+
 def reset() -> None:
     """Drop every cached object (closing the pool) so the next call reads settings afresh."""
     if database.cache_info().currsize:
@@ -187,6 +249,10 @@ def reset() -> None:
         lifecycle_store,
         cold_storage,
         idempotency_store,
+        reports,
+        admission,
+        conversations,
+        governance,
     ):
         factory.cache_clear()
     reset_settings()

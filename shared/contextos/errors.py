@@ -43,6 +43,17 @@ class Unauthorized(ContextOSError):
     status = 401
 
 
+class Forbidden(ContextOSError):
+    code = "forbidden"
+    status = 403
+
+
+class ProvenanceAboveCeiling(Forbidden):
+    """A credential claimed a provenance above its ceiling (S7)."""
+
+    code = "provenance_above_ceiling"
+
+
 class NotFound(ContextOSError):
     code = "not_found"
     status = 404
@@ -51,6 +62,12 @@ class NotFound(ContextOSError):
 class Conflict(ContextOSError):
     code = "conflict"
     status = 409
+
+
+class SessionEnded(Conflict):
+    """A message for a session that has ended (S8): start a new session."""
+
+    code = "session_ended"
 
 
 class PermanentError(ContextOSError):

@@ -70,6 +70,8 @@ class Concept(BaseModel):
     type: str = "fact"
     importance: int = 5
     related: list[str] = Field(default_factory=list)
+    # Who said it, when one source mixes speakers (S8: by speaker role); None = the source's own.
+    provenance: Provenance | None = None
 
 
 class ValidationReport(BaseModel):
@@ -137,6 +139,7 @@ class StoreResult(BaseModel):
     items: int = 0
     edges: int = 0
     memory_ids: list[UUID] = Field(default_factory=list)
+    already_stored: bool = False  # the source was stored before (a redelivered conversation job)
 
 
 class ScoreBreakdown(BaseModel):
@@ -155,6 +158,7 @@ class ScoreBreakdown(BaseModel):
     probability: float = 0.0
     methods: list[str] = Field(default_factory=list)
     recipe: str = "standard"
+    trust: float = 0.0  # composite trust at read time (S7); reported, and a filter with min_trust
 
 
 class ScoredMemory(BaseModel):
@@ -240,6 +244,10 @@ class ContextRequest(BaseModel):
     dry_run: bool = False
     session_id: str | None = Field(default=None, max_length=200)
     recipe: str | None = Field(default=None, max_length=100, description="A configured scoring recipe.")
+    as_of: datetime | None = Field(
+        default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
+    )
+    min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
 
 
 class SearchRequest(BaseModel):
@@ -250,6 +258,10 @@ class SearchRequest(BaseModel):
     query: str = Field(min_length=1, max_length=8000)
     limit: int = Field(default=20, ge=1, le=200)
     recipe: str | None = Field(default=None, max_length=100)
+    as_of: datetime | None = Field(
+        default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
+    )
+    min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
 
 
 class SearchResult(BaseModel):
@@ -267,6 +279,8 @@ class MemorySource(BaseModel):
     document_id: UUID | None = None
     filename: str | None = None
     session_id: str | None = None
+    message_from: int | None = None  # the session's message range it came from
+    message_to: int | None = None
     label: str
     definition: str
     importance: int
@@ -293,6 +307,11 @@ class MemoryDetail(BaseModel):
     created_at: datetime
     updated_at: datetime
     sources: list[MemorySource]
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    recorded_at: datetime | None = None
+    superseded_at: datetime | None = None
+    superseded_by: UUID | None = None
 
 
 class MemorySummary(BaseModel):

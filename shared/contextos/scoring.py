@@ -25,6 +25,7 @@ class Candidate:
     graph: float = 0.0
     methods: set[str] = field(default_factory=set)
     payload: object = None
+    trust: float = 0.0  # composite trust (S7): reported, never weighted
 
 
 @dataclass(slots=True)
@@ -75,6 +76,7 @@ def score_candidate(
         relevance=relevance + bonus,
         methods=sorted(c.methods),
         recipe=recipe.kind,
+        trust=c.trust,
     )
 
 

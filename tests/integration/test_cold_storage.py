@@ -125,12 +125,12 @@ def assert_each_memory_exactly_once(tenant: str, s3, before: dict) -> dict[str, 
 
 
 def test_archival_writes_full_memories_to_one_object_and_leaves_stubs(seeded, s3, local_embedder):
-    from contextos.store.audit import AuditEntry, append_audit
+    from contextos.store.governance import write_audit
 
     before = snapshot(seeded)
     with container.database().tenant_tx(seeded) as conn:  # some history for the memory to take along
         canary_id = conn.execute("SELECT id FROM memories WHERE label = 'Canary release'").fetchone()["id"]
-        append_audit(conn, seeded, [AuditEntry(actor="tests", action="merged", memory_id=canary_id, reason="key")])
+        write_audit(conn, seeded, [{"actor": "tests", "action": "merged", "memory_id": canary_id, "reason": "key"}])
     forget(seeded, ["Canary release", "Feature flags"])
     report = container.lifecycle().run()
     assert report.archived == 2 and not report.failed_tenants
@@ -140,7 +140,14 @@ def test_archival_writes_full_memories_to_one_object_and_leaves_stubs(seeded, s3
     assert len({r["cold_object_key"] for r in cold}) == 1  # one object for the batch, one range per memory
     assert sorted((r["cold_byte_start"], r["cold_byte_end"]) for r in cold)[0][0] == 0
     member = cold_member(s3, next(r for r in cold if r["id"] == canary_id))
-    assert [(h["actor"], h["action"]) for h in member["history"]] == [("tests", "merged")]
+    # its whole audit history up to the archival goes with it (admission by ingest, then our entry)
+    with container.database().tenant_tx(seeded) as conn:
+        history = conn.execute(
+            "SELECT actor, action FROM audit_log WHERE memory_id = %s AND action <> 'archived' ORDER BY seq",
+            [canary_id],
+        ).fetchall()
+    assert [(h["actor"], h["action"]) for h in member["history"]] == [(h["actor"], h["action"]) for h in history]
+    assert ("tests", "merged") in [(h["actor"], h["action"]) for h in member["history"]]
     assert member["embedder_id"] == "local"
     # The edge between two archived memories, and those to hot ones, are gone from the hot graph.
     with container.database().tenant_tx(seeded) as conn:
@@ -213,9 +220,9 @@ def test_long_superseded_memories_go_cold_and_are_never_reactivated(seeded, s3):
     with container.database().tenant_tx(seeded) as conn:
         successor = conn.execute("SELECT id FROM memories WHERE label = 'Feature flags'").fetchone()["id"]
         conn.execute(
-            """UPDATE memories SET state = 'superseded', superseded_by = %s,
-                      updated_at = now() - CASE label WHEN 'Canary release' THEN interval '31 days'
-                                                       ELSE interval '1 day' END
+            """UPDATE memories SET state = 'superseded', superseded_by = %s, updated_at = now(),
+                      superseded_at = now() - CASE label WHEN 'Canary release' THEN interval '31 days'
+                                                          ELSE interval '1 day' END
                WHERE label IN ('Canary release', 'Rollback plan')""",
             [successor],
         )

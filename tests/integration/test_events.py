@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 from contextos import container
+from contextos.conversations import MessageCreate
+from contextos.errors import NotFound
 from contextos.local.handlers import invoke
 from contextos.models import Provenance
 
@@ -12,6 +14,13 @@ from tests.conftest import REPO
 
 EVENTS = sorted((REPO / "events").glob("*.json"))
 SAMPLE_TENANT = "events-tenant"
+SAMPLE_SESSION = "sample-session"  # events/conversation__sqs_flush_job.json flushes its messages 1-4
+SAMPLE_TURNS = [
+    ("user", "Our staging cluster runs on Kubernetes in eu-west-1. Deploys go out every Tuesday."),
+    ("assistant", "Noted: the staging cluster is Kubernetes in eu-west-1, with Tuesday deploys."),
+    ("user", "I prefer blue-green deployment for the staging cluster, never in-place upgrades."),
+    ("assistant", "Understood. Blue-green deployment keeps the staging cluster available during deploys."),
+]
 
 
 def test_every_function_has_at_least_one_sample_event():
@@ -31,6 +40,15 @@ def prepared(configured, s3, local_aws, drain_ingest_queue):
         Key="uploads/events-tenant/team notes.md",
         Body=b"# Team notes\n\nOn-call rotation changes every Monday. The on-call rotation covers nights.\n",
     )
+    conversations = container.conversations()
+    try:
+        conversations.get(SAMPLE_TENANT, SAMPLE_SESSION)
+    except NotFound:  # the first test of the session buffers the sample conversation and ends it
+        for role, content in SAMPLE_TURNS:
+            conversations.append(
+                SAMPLE_TENANT, Provenance.user_turn, SAMPLE_SESSION, MessageCreate(role=role, content=content)
+            )
+        conversations.end(SAMPLE_TENANT, SAMPLE_SESSION)
 
 
 @pytest.mark.parametrize("path", EVENTS, ids=lambda p: p.stem)
@@ -46,10 +64,14 @@ def test_each_sample_event_is_handled_by_its_function(prepared, path: Path):
             assert result["principalId"] == "sample"
             assert result["policyDocument"]["Statement"][0]["Effect"] == "Allow"
             assert result["context"]["tenant_id"] == SAMPLE_TENANT
-        case "ingest":
+        case "ingest" | "conversation":
             assert result == {"batchItemFailures": []}
         case "lifecycle":
             assert result["tenants"] >= 1 and "materialized" in result
+        case "governance":
+            assert result["tenants"] >= 1 and result["failed"] == [] and result["reports"] == result["tenants"]
+        case "sweeper":
+            assert result["tenants"] >= 1 and result["send_failures"] == 0
         case "migrate":
             assert result["PhysicalResourceId"] == "contextos-schema"
         case _:
@@ -63,6 +85,17 @@ def test_the_s3_sample_ingests_the_uploaded_file(prepared):
             "SELECT status, filename FROM documents WHERE upload_s3_key = %s", ["uploads/events-tenant/team notes.md"]
         ).fetchone()
     assert doc == {"status": "done", "filename": "team notes.md"}
+
+
+def test_the_conversation_sample_distils_the_sample_session(prepared):
+    invoke("conversation", json.loads((REPO / "events" / "conversation__sqs_flush_job.json").read_text()))
+    session = container.conversations().get(SAMPLE_TENANT, SAMPLE_SESSION)
+    assert [(f.message_from, f.message_to, f.trigger, f.status) for f in session.flushes] == [(1, 4, "end", "done")]
+    with container.database().tenant_tx(SAMPLE_TENANT) as conn:
+        items = conn.execute(
+            "SELECT DISTINCT message_from, message_to FROM memory_items WHERE session_id = %s", [SAMPLE_SESSION]
+        ).fetchall()
+    assert items == [{"message_from": 1, "message_to": 4}]
 
 
 def test_an_unknown_api_key_is_denied(prepared):

@@ -119,8 +119,10 @@ def test_instructions_inside_a_document_are_treated_as_data(configured, tenant, 
     assert all(d["status"] == "done" for d in docs.values())
     with container.database().tenant_tx(tenant) as conn:
         labels = {r["label"].lower() for r in conn.execute("SELECT label FROM memories")}
+        held = {r["candidate"]["label"].lower() for r in conn.execute("SELECT candidate FROM review_queue")}
     assert "circuit breaker" in labels  # nothing was deleted
-    assert "vendor portal" in labels
+    # A document carrying instructions to an agent is held for a user's review (S7), not admitted.
+    assert "vendor portal" in held and "vendor portal" not in labels
 
 
 @pytest.mark.parametrize(

@@ -160,11 +160,11 @@ def test_band_transitions_open_one_reminder_per_entry_into_critical(configured, 
     assert status == 200 and acked["acknowledged_at"]
     assert call_api("POST", f"/v1/reminders/{reminder['id']}/acknowledge", tenant)[1] == acked  # idempotent
     assert call_api("GET", "/v1/reminders", tenant)[1]["reminders"] == []
-    everything = call_api("GET", "/v1/reminders?include_acknowledged=true", tenant)[1]["reminders"]
+    everything = call_api("GET", "/v1/reminders", tenant, query={"include_acknowledged": "true"})[1]["reminders"]
     assert len(everything) == 1
     assert call_api("GET", "/v1/reminders", f"{tenant}-other")[1]["reminders"] == []  # tenant-scoped
     assert call_api("POST", f"/v1/reminders/{reminder['id']}/acknowledge", f"{tenant}-other")[0] == 404
-    assert call_api("GET", "/v1/reminders?cursor=not-a-cursor", tenant)[0] == 400
+    assert call_api("GET", "/v1/reminders", tenant, query={"cursor": "not-a-cursor"})[0] == 400
 
     # Reinforced back to fading, then critical again: a new entry, a new reminder.
     age(tenant, "Feature flags", days=1, anchor=0.6)  # 0.6 · 0.85 = 0.51: fading
@@ -180,9 +180,9 @@ def test_reminders_page_with_a_cursor(configured, tenant, local_embedder):
     for label, _, _ in SPECS:
         age(tenant, label, days=12)  # decisions 0.85^12 = 0.142, the fact 0.925^12 = 0.392: all critical
     assert container.lifecycle().run().reminders_opened == 3
-    first = call_api("GET", "/v1/reminders?limit=2", tenant)[1]
+    first = call_api("GET", "/v1/reminders", tenant, query={"limit": "2"})[1]
     assert len(first["reminders"]) == 2 and first["next_cursor"]
-    rest = call_api("GET", f"/v1/reminders?limit=2&cursor={first['next_cursor']}", tenant)[1]
+    rest = call_api("GET", "/v1/reminders", tenant, query={"limit": "2", "cursor": first["next_cursor"]})[1]
     assert len(rest["reminders"]) == 1 and rest["next_cursor"] is None
     seen = {r["label"] for r in first["reminders"] + rest["reminders"]}
     assert seen == {label for label, _, _ in SPECS}

@@ -134,6 +134,37 @@ def test_a_near_duplicate_of_the_same_type_merges_and_one_of_another_type_does_n
     assert labels == ["Blue green deploy", "Blue-green deployment"]
 
 
+def _rewrite_signatures(tenant: str, expression: str) -> None:
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute(f"UPDATE memory_vector_bands SET signature = {expression}")
+
+
+def test_band_matches_whose_signature_is_far_never_reach_the_vector_check(store, tenant, local_embedder):
+    base = (
+        "Blue-green deployment",
+        "Blue-green deployment keeps two identical production environments and switches traffic between them.",
+        "decision",
+    )
+    store_concepts(store, tenant, candidates(local_embedder, [base]))
+    _rewrite_signatures(tenant, "~signature")  # the bands still match; the signature says "unrelated"
+    twin = ("Blue green deployments strategy", base[1], "decision")
+    result = store_concepts(store, tenant, candidates(local_embedder, [twin]))
+    assert (result.created, result.merged) == (1, 0)
+
+
+def test_band_rows_written_before_signatures_existed_still_find_near_duplicates(store, tenant, local_embedder):
+    base = (
+        "Blue-green deployment",
+        "Blue-green deployment keeps two identical production environments and switches traffic between them.",
+        "decision",
+    )
+    store_concepts(store, tenant, candidates(local_embedder, [base]))
+    _rewrite_signatures(tenant, "NULL")
+    twin = ("Blue green deployments strategy", base[1], "decision")
+    result = store_concepts(store, tenant, candidates(local_embedder, [twin]))
+    assert (result.created, result.merged) == (0, 1)
+
+
 def test_unrelated_concepts_do_not_merge(store, tenant, local_embedder):
     store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
     result = store_concepts(
@@ -267,3 +298,17 @@ def test_add_memories_stores_each_candidate_as_given_with_its_time_and_session(s
     assert [(r["session_id"], r["message_from"]) for r in rows] == [("conv-1", 1), ("conv-1", 2)]
     hits = store.vector_search(tenant, local_embedder.embed(["painting a sunrise"])[0], k=1, ef_search=10)
     assert hits[0]["label"] == "Turn D1:2"
+
+
+def test_band_keys_computed_in_sql_are_the_ones_python_computes(configured):
+    import numpy as np
+    from contextos.lsh import band_key_sql, bands_sql, sketch
+
+    expected = sketch(np.random.default_rng(9).standard_normal((3, 384)).tolist())
+    with container.database().system_tx() as conn:
+        for keys, bits in zip(expected.band_keys, expected.signatures, strict=True):
+            row = conn.execute(
+                f"SELECT array_agg({band_key_sql('%(bits)s::text', 'g')} ORDER BY g) AS keys FROM {bands_sql()} AS g",
+                {"bits": bits},
+            ).fetchone()
+            assert row["keys"] == keys

@@ -1,5 +1,7 @@
 """CockroachDB cannot run here (no binary on any reachable registry): its DDL is checked as SQL text."""
 
+import re
+
 from contextos.store.dialect import get_dialect
 
 
@@ -34,10 +36,31 @@ def test_postgres_ddl_uses_hnsw_and_row_level_security():
     sql = rendered("postgres")
     assert "CREATE EXTENSION IF NOT EXISTS vector" in sql
     assert "USING hnsw (embedding vector_cosine_ops)" in sql
-    assert sql.count("ENABLE ROW LEVEL SECURITY") == 12
+    assert sql.count("ENABLE ROW LEVEL SECURITY") >= 13
+
+
+def test_every_tenant_table_has_row_level_security_in_both_dialects():
+    """A new table with a tenant_id must come with its policy (tenants and api_keys are looked up
+    before a tenant is known: the authorizer and the tenant lock)."""
+    for dialect in ("postgres", "cockroach"):
+        sql = rendered(dialect)
+        tables = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\n\);", sql, flags=re.DOTALL)
+        tenant_tables = {name for name, body in tables if "tenant_id" in body} - {"tenants", "api_keys"}
+        assert {"conversation_flushes", "governance_reports", "memory_communities"} <= tenant_tables
+        for name in tenant_tables:
+            assert f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY" in sql, (dialect, name)
+            assert f"CREATE POLICY tenant_isolation ON {name}" in sql, (dialect, name)
 
 
 def test_search_breadth_is_set_per_transaction_in_each_dialect():
     assert get_dialect("postgres").search_breadth_sql(80) == "SET LOCAL hnsw.ef_search = 80"
     assert get_dialect("cockroach").search_breadth_sql(80) == "SET LOCAL vector_search_beam_size = 80"
     assert get_dialect("cockroach").exact_scan_sql() is None
+
+
+def test_the_signature_prefilter_is_a_bit_count_on_postgres_and_absent_on_cockroach():
+    from contextos.store.dialect import get_dialect
+
+    postgres = get_dialect("postgres").signature_filter_sql("b", "p.signature", "%(d)s")
+    assert postgres == "(b.signature IS NULL OR bit_count(b.signature # p.signature) <= %(d)s)"
+    assert get_dialect("cockroach").signature_filter_sql("b", "p.signature", "%(d)s") == "true"

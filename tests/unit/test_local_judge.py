@@ -22,3 +22,18 @@ def test_local_judge_heuristics(old, new, verdict):
 
 def test_dissimilar_statements_are_neutral_whatever_their_words():
     assert JUDGE.judge("X is enabled.", "Y is disabled.", similarity=0.3).verdict is Verdict.neutral
+
+
+def test_a_sentence_final_period_does_not_make_a_different_word():
+    from contextos.judge.local import LocalHeuristicJudge
+
+    judgement = LocalHeuristicJudge().judge(
+        "The staging database runs PostgreSQL on a single node in Frankfurt.",
+        "The staging database runs PostgreSQL on a single node.",
+        similarity=0.88,
+    )
+    assert judgement.verdict.value == "entailment"
+    assert (
+        LocalHeuristicJudge().judge("The version is 3.5 now.", "The version is 3.6 now.", similarity=0.95).verdict.value
+        == "contradiction"
+    )

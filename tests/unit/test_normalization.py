@@ -60,3 +60,49 @@ def test_lsh_bands_are_deterministic_and_separate_near_from_far_vectors():
     assert all(len(k) == BANDS for k in keys)
     assert set(keys[0]) & set(keys[1])
     assert not set(keys[0]) & set(keys[2])
+
+
+def _pair_at(cosine: float, rng) -> tuple[list[float], list[float]]:
+    import numpy as np
+
+    base = rng.standard_normal(384)
+    base /= np.linalg.norm(base)
+    noise = rng.standard_normal(384)
+    noise -= (noise @ base) * base
+    noise /= np.linalg.norm(noise)
+    return base.tolist(), (cosine * base + np.sqrt(1 - cosine**2) * noise).tolist()
+
+
+def test_a_signature_holds_the_same_bits_as_the_band_keys():
+    import numpy as np
+    from contextos.lsh import BANDS, BITS_PER_BAND, SIGNATURE_BITS, sketch
+
+    vectors = np.random.default_rng(3).standard_normal((5, 384)).tolist()
+    result = sketch(vectors)
+    for keys, signature in zip(result.band_keys, result.signatures, strict=True):
+        assert len(signature) == SIGNATURE_BITS and set(signature) <= {"0", "1"}
+        for band, key in enumerate(keys):
+            bits = signature[band * BITS_PER_BAND : (band + 1) * BITS_PER_BAND]
+            assert key >> BITS_PER_BAND == band
+            assert key & 0xFFFF == sum(1 << i for i, bit in enumerate(bits) if bit == "1")
+    assert BANDS * BITS_PER_BAND == SIGNATURE_BITS
+
+
+def test_the_hamming_bound_keeps_pairs_at_the_threshold_and_drops_unrelated_ones():
+    import numpy as np
+    from contextos.lsh import max_hamming, sketch
+
+    # p = acos(0.93)/π = 0.11977; 256p = 30.66; σ = sqrt(256 p (1-p)) = 5.195; 30.66 + 4σ = 51.4 → 52
+    assert max_hamming(0.93) == 52
+    assert max_hamming(1.0) == 0
+    rng = np.random.default_rng(4)
+    bound = max_hamming(0.93)
+
+    def distance(a: list[float], b: list[float]) -> int:
+        sa, sb = sketch([a, b]).signatures
+        return sum(x != y for x, y in zip(sa, sb, strict=True))
+
+    near = [distance(*_pair_at(0.93, rng)) for _ in range(300)]
+    far = [distance(rng.standard_normal(384).tolist(), rng.standard_normal(384).tolist()) for _ in range(300)]
+    assert sum(d <= bound for d in near) >= 299  # a true near duplicate is almost never dropped
+    assert all(d > bound for d in far)  # an unrelated band match never reaches the vector check

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import Server
 from pydantic import BaseModel
 
-from contextos.api import context, documents, memories, reminders
+from contextos.api import context, documents, memories, reminders, reports, review, sessions
 from contextos.errors import ContextOSError
 from contextos.observability import logger
 
@@ -41,6 +41,9 @@ def build_app() -> APIGatewayRestResolver:
     app.include_router(context.router)
     app.include_router(memories.router)
     app.include_router(reminders.router)
+    app.include_router(reports.router)
+    app.include_router(sessions.router)
+    app.include_router(review.router)
     app.enable_swagger(path="/swagger", title="ContextOS API", version="0.1.0", servers=[Server(url="/v1")])
 
     @app.exception_handler(ContextOSError)

@@ -11,7 +11,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from contextos import container
 from contextos.api.auth import current_principal
+from contextos.config import get_settings
 from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord
+from contextos.trust import cap_provenance
 
 router = Router()
 
@@ -19,6 +21,12 @@ router = Router()
 @router.post("/documents", summary="Submit a document (text, markdown, or base64 bytes)")
 def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
     principal = current_principal(router)
+    # governance (issue #6): a credential cannot claim more trust than its provenance ceiling
+    provenance = cap_provenance(body.provenance, principal.provenance_ceiling, get_settings().governance)
+    if provenance is not body.provenance:
+        body = body.model_copy(
+            update={"provenance": provenance, "metadata": body.metadata | {"claimed_provenance": body.provenance.value}}
+        )
     accepted = container.ingestion().submit(principal.tenant_id, body)
     return Response(
         status_code=200 if accepted.duplicate else 202,

@@ -1,10 +1,13 @@
-"""The ``ConceptExtractor`` port (S1, S4 step 3) and the flow every implementation honours."""
+"""The ``ConceptExtractor`` port (S1, S4 step 3, S8) and the flow every implementation honours."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from contextos.models import Concept
+
+if TYPE_CHECKING:
+    from contextos.conversations import Turn, TurnConcept
 
 
 @runtime_checkable
@@ -14,3 +17,9 @@ class ConceptExtractor(Protocol):
     model_id: str
 
     def extract(self, text: str, *, domain: str, known: list[str] | None = None) -> list[Concept]: ...
+
+    def extract_conversation(
+        self, turns: list[Turn], *, known: list[str] | None = None, min_concepts: int = 3, max_concepts: int = 10
+    ) -> list[TurnConcept]:
+        """Distils a conversation's turns into concepts, each citing the turns that state it."""
+        ...

@@ -8,8 +8,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextos.bedrock_calls import Backoff, call
+from contextos.conversations import Turn, TurnConcept
 from contextos.errors import PermanentError
 from contextos.extraction.prompts import concepts_v1 as prompt
+from contextos.extraction.prompts import conversation_v1
 from contextos.models import Concept
 
 
@@ -64,3 +66,35 @@ class BedrockConceptExtractor:
         except ValidationError as exc:
             raise PermanentError(f"the model's concepts did not match the schema: {exc.error_count()} errors") from exc
         return [Concept(**c.model_dump()) for c in parsed.concepts]
+
+    def build_conversation_request(
+        self, turns: list[Turn], *, known: list[str] | None = None, min_concepts: int = 3, max_concepts: int = 10
+    ) -> dict:
+        text = conversation_v1.render(turns, known=known or [], min_concepts=min_concepts, max_concepts=max_concepts)
+        return {
+            "modelId": self.model_id,
+            "system": [{"text": conversation_v1.SYSTEM}],
+            "messages": [{"role": "user", "content": [{"text": text}]}],
+            "inferenceConfig": {"maxTokens": self._max_tokens, "temperature": 0.0},
+            "toolConfig": {
+                "tools": [conversation_v1.tool_spec()],
+                "toolChoice": {"tool": {"name": conversation_v1.TOOL_NAME}},
+            },
+        }
+
+    def extract_conversation(
+        self, turns: list[Turn], *, known: list[str] | None = None, min_concepts: int = 3, max_concepts: int = 10
+    ) -> list[TurnConcept]:
+        request = self.build_conversation_request(
+            turns, known=known, min_concepts=min_concepts, max_concepts=max_concepts
+        )
+        response = converse(self._client, request)
+        try:
+            parsed = conversation_v1.ConversationResponse.model_validate(
+                tool_input(response, conversation_v1.TOOL_NAME)
+            )
+        except ValidationError as exc:
+            raise PermanentError(
+                f"the model's conversation memories did not match the schema: {exc.error_count()} errors"
+            ) from exc
+        return [TurnConcept(**c.model_dump()) for c in parsed.concepts]

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from contextos.conversations import Turn, TurnConcept
 from contextos.extraction.validation import CONNECTOR_WORDS, STRUCTURAL_WORDS
 from contextos.models import Concept
 from contextos.normalization import norm_key
@@ -128,6 +129,13 @@ class LocalConceptExtractor:
             if len(chosen) >= budget:
                 break
         return [self._concept(p, rank, chosen, sentences) for rank, p in enumerate(chosen)]
+
+    def extract_conversation(
+        self, turns: list[Turn], *, known: list[str] | None = None, min_concepts: int = 3, max_concepts: int = 10
+    ) -> list[TurnConcept]:
+        """The same keyphrase pass over the turns (a rule-based extractor has no notion of a
+        minimum: it finds what the log holds), each concept tied to its turns."""
+        return extract_turns(self, turns, known=known, max_concepts=max_concepts)
 
     def _candidates(self, sentences: list[str], headings: set[int]) -> dict[tuple[str, ...], _Phrase]:
         phrases: dict[tuple[str, ...], _Phrase] = {}
@@ -286,3 +294,50 @@ def _type_of(label: str, definition: str) -> str:
     if label.isupper() or any(w[:1].isupper() for w in words[1:]) or (len(words) == 1 and label[:1].isupper()):
         return "entity"
     return "fact"
+
+
+_SPEAKERS = {
+    "user": "The user",
+    "assistant": "The assistant",
+    "tool": "A tool",
+    "system": "The system",
+    "third_party": "A third party",
+}
+
+
+def extract_turns(
+    extractor: LocalConceptExtractor,
+    turns: list[Turn],
+    *,
+    known: list[str] | None = None,
+    max_concepts: int = 10,
+) -> list[TurnConcept]:
+    """Keyphrases over the whole log, each tied to the turns that mention it.
+
+    A concept's definition is what its speakers said about it, attributed ("The user said: …"),
+    so a later reader knows whose preference or claim it is; its turns give its provenance.
+    """
+    text = "\n".join(t.content for t in turns)
+    pass_ = LocalConceptExtractor(max_concepts=max_concepts, generic_modifiers=extractor.generic_modifiers)
+    out: list[TurnConcept] = []
+    for concept in pass_.extract(text, domain="conversation", known=known):
+        needle = concept.label.lower()
+        stating = [t for t in turns if needle in t.content.lower()]
+        said = [
+            f"{_SPEAKERS.get(t.role.value, 'Someone')} said: {sentence.strip()}"
+            for t in stating
+            for sentence in _sentences(t.content)[0]
+            if needle in sentence.lower() and len(sentence.split()) >= 3
+        ]
+        definition = " ".join(said[:2])[:MAX_DEFINITION_CHARS].strip() or concept.definition
+        out.append(
+            TurnConcept(
+                label=concept.label,
+                definition=definition,
+                type=_type_of(concept.label, definition),
+                importance=concept.importance,
+                related=concept.related,
+                turns=[t.seq for t in stating],
+            )
+        )
+    return out

@@ -61,13 +61,20 @@ def validate(
 ) -> ValidationReport:
     """Accept, clamp and de-duplicate; drop ``related`` labels that were not accepted."""
     modifiers = list(generic_modifiers)
+    keys_by_label: dict[str, str] = {}
+
+    def key_of(label: str) -> str:
+        if label not in keys_by_label:
+            keys_by_label[label] = norm_key(label, modifiers)
+        return keys_by_label[label]
+
     rejected: Counter[str] = Counter()
     accepted: list[Concept] = []
     seen: set[str] = set()
     for concept in concepts:
         reason = rejection_reason(concept, min_definition_chars=min_definition_chars)
         if reason is None:
-            key = norm_key(concept.label, modifiers)
+            key = key_of(concept.label)
             if key in seen:
                 reason = "duplicate_label"
             else:
@@ -84,13 +91,14 @@ def validate(
                 }
             )
         )
-    keys = {norm_key(c.label, modifiers) for c in accepted}
+    keys = {key_of(c.label) for c in accepted}
     dropped = 0
     for i, concept in enumerate(accepted):
         kept = []
+        own_key = key_of(concept.label)
         for rel in concept.related:
-            rel_key = norm_key(rel, modifiers)
-            if rel_key in keys and rel_key != norm_key(concept.label, modifiers) and rel not in kept:
+            rel_key = key_of(rel)
+            if rel_key in keys and rel_key != own_key and rel not in kept:
                 kept.append(rel)
             else:
                 dropped += 1

@@ -79,4 +79,5 @@ class LocalHeuristicJudge:
 
 
 def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+    """Words as compared: "3.5" and "don't" stay whole; a sentence's final period is not part of one."""
+    return {w.rstrip(".'-") for w in _WORD.findall(text.lower())} - {""}

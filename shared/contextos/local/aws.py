@@ -20,6 +20,7 @@ class LocalAws:
     conversation_queue_url: str
     conversation_queue_arn: str
     server: object
+    conversation_dlq_url: str = ""
 
     def stop(self) -> None:
         self.server.stop()
@@ -75,7 +76,7 @@ def start_local_aws(
         return url, arn, dlq_url
 
     ingest_url, ingest_arn, ingest_dlq = queue(f"{queue_prefix}-ingest")
-    conversation_url, conversation_arn, _ = queue(f"{queue_prefix}-conversation")
+    conversation_url, conversation_arn, conversation_dlq = queue(f"{queue_prefix}-conversation")
     for bucket in (upload_bucket, cold_bucket):
         s3.create_bucket(Bucket=bucket)
     s3.put_bucket_notification_configuration(
@@ -100,4 +101,5 @@ def start_local_aws(
         conversation_queue_url=conversation_url,
         conversation_queue_arn=conversation_arn,
         server=server,
+        conversation_dlq_url=conversation_dlq,
     )

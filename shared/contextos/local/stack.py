@@ -20,6 +20,7 @@ from contextos.observability import logger
 DEV_TENANT = "local"
 DEV_API_KEY = "ctx_local_dev_key"
 LIFECYCLE_EVERY_S = 4 * 3600
+GOVERNANCE_EVERY_S = 24 * 3600
 
 
 @dataclass
@@ -27,6 +28,8 @@ class LocalStack:
     api_port: int = 8787
     moto_port: int = 0
     lifecycle_every_s: float = LIFECYCLE_EVERY_S
+    governance_every_s: float = GOVERNANCE_EVERY_S
+    sweep_every_s: float | None = None  # default: the configured sweeper schedule (5 minutes)
     poll_wait_s: int = 1
     visibility_timeout_s: int = 30
     aws: LocalAws | None = None
@@ -57,7 +60,20 @@ class LocalStack:
         sqs = container.aws_client("sqs")
         self.workers = [
             QueuePoller(sqs, self.aws.ingest_queue_url, self.aws.ingest_queue_arn, "ingest", wait_s=self.poll_wait_s),
+            QueuePoller(
+                sqs,
+                self.aws.conversation_queue_url,
+                self.aws.conversation_queue_arn,
+                "conversation",
+                wait_s=self.poll_wait_s,
+            ),
             Scheduler("contextos-lifecycle", "lifecycle", self.lifecycle_every_s),
+            Scheduler("contextos-governance", "governance", self.governance_every_s),
+            Scheduler(
+                "contextos-session-sweeper",
+                "sweeper",
+                self.sweep_every_s or get_settings().conversation.sweep_every_s,
+            ),
         ]
         for worker in self.workers:
             worker.start()

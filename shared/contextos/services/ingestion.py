@@ -11,7 +11,6 @@ from urllib.parse import unquote_plus
 from uuid import UUID
 
 from contextos.config import Settings
-from contextos.decay import decay_rate
 from contextos.embedding import Embedder
 from contextos.errors import (
     BadRequest,
@@ -22,20 +21,19 @@ from contextos.errors import (
     TransientError,
 )
 from contextos.extraction import ConceptExtractor
-from contextos.extraction.validation import validate
 from contextos.models import (
-    BASE_TRUST,
     Concept,
     DocumentAccepted,
     DocumentCreate,
     DocumentJob,
     DocumentRecord,
-    MemoryCandidate,
     Provenance,
 )
 from contextos.normalization import estimate_tokens, norm_key
 from contextos.observability import logger, metrics
 from contextos.parsing import content_hash, pack_sections, parse_document, safe_filename, split_sections
+from contextos.services.admission import Admission
+from contextos.sources import DocumentSource
 from contextos.store.repository import MemoryStore
 
 _TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
@@ -219,37 +217,28 @@ class IngestionService:
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
         extracted, calls = self._extract(parsed.text, parsed.domain)
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
-        cfg = self.settings.extraction
-        report = validate(
-            concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
-        )
-        candidates = self._candidates(report.accepted, Provenance(claimed["provenance"]))
         raw_text, raw_key = self._keep_raw_text(tenant_id, document_id, parsed.text)
-        counts = {
-            "extraction_calls": calls,
-            "extracted": len(extracted),
-            "deduplicated": deduplicated,
-            "accepted": len(report.accepted),
-            "rejected": report.rejected,
-            "rejected_total": report.rejected_total,
-            "related_dropped": report.dropped_related,
-            "tokens_estimated": estimate_tokens(parsed.text),
-        }
-        result = self.store.store_document_concepts(
-            tenant_id,
-            document_id,
-            candidates,
-            embedder_id=self.embedder.model_id,
+        source = DocumentSource(
+            document_id=document_id,
+            provenance=Provenance(claimed["provenance"]),
             source_type=parsed.source_type,
             domain=parsed.domain,
-            counts=counts,
+            counts={
+                "extraction_calls": calls,
+                "extracted": len(extracted),
+                "deduplicated": deduplicated,
+                "tokens_estimated": estimate_tokens(parsed.text),
+            },
             raw_text=raw_text,
             raw_s3_key=raw_key,
         )
-        # Off the document's transaction: move fresh vectors into the ANN index.
-        self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
+        result = self.admission.admit(tenant_id, concepts, source, source_text=parsed.text).stored
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
+
+    @property
+    def admission(self) -> Admission:
+        return Admission(settings=self.settings, store=self.store, embedder=self.embedder)
 
     def _keep_raw_text(self, tenant_id: str, document_id: UUID, text: str) -> tuple[str | None, str | None]:
         """S4 step 5: the parsed text inline when small, else in the raw bucket under a stable key."""
@@ -276,29 +265,6 @@ class IngestionService:
         for chunk in chunks:
             concepts.extend(self.extractor.extract(chunk, domain=domain, known=[c.label for c in concepts]))
         return concepts, len(chunks)
-
-    def _candidates(self, concepts: list[Concept], provenance: Provenance) -> list[MemoryCandidate]:
-        if not concepts:
-            return []
-        modifiers = self.settings.extraction.generic_modifiers
-        vectors = self.embedder.embed([f"{c.label}: {c.definition}" for c in concepts])
-        keys = [norm_key(c.label, modifiers) for c in concepts]
-        key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
-        return [
-            MemoryCandidate(
-                norm_key=key,
-                label=c.label,
-                definition=c.definition,
-                type=c.type,
-                importance=c.importance,
-                related_keys=[key_of_label[r] for r in c.related if r in key_of_label],
-                embedding=vector,
-                decay_rate=decay_rate(c.importance, c.type, self.settings.decay),
-                provenance=provenance,
-                base_trust=BASE_TRUST[provenance],
-            )
-            for c, key, vector in zip(concepts, keys, vectors, strict=True)
-        ]
 
 
 def deduplicate(concepts: list[Concept], generic_modifiers: list[str]) -> tuple[list[Concept], int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +18,10 @@ from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scoring import Candidate, Ranked, rank
 from contextos.services.cold import ColdStorage
+from contextos.store.history import HistoricalReads
+from contextos.store.reports import community_peers
 from contextos.store.repository import MemoryStore
+from contextos.trust import composite_trust
 
 
 @dataclass
@@ -25,6 +29,8 @@ class RetrievalService:
     settings: Settings
     store: MemoryStore
     embedder: Embedder
+    # (tenant, session) → the session's last turns, which inform query analysis (S8); read only
+    recent_turns: Callable[[str, str], list[str]] | None = None
     cold: ColdStorage | None = None  # S5 reactivation of cold matches
 
     def context(
@@ -34,16 +40,28 @@ class RetrievalService:
         already hold it)."""
         cfg = self.settings.retrieval
         recipe = self._recipe(request.recipe)
-        analysis = analyze(request.query)
+        turns = self.recent_turns(tenant_id, request.session_id) if request.session_id and self.recent_turns else []
+        analysis = analyze(request.query, recent_turns=turns)
         intent = analysis.intent
         if query_vector is None:
-            query_vector = self.embedder.embed([request.query])[0]
-        # Cold matches come back first, so the searches below can already return them (S5).
-        reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=request.dry_run) if self.cold else []
-        rows, found = self._search(tenant_id, analysis, query_vector)
-        pinned = self._candidates(self.store.pinned_rows(tenant_id, query_vector), {}, pinned=True)
+            query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
+        # Cold matches come back first, so the searches below can already return them (S5); a dry run
+        # or a look into the past only lists them.
+        reactivated = (
+            self.cold.reactivate(tenant_id, query_vector, dry_run=request.dry_run or request.as_of is not None)
+            if self.cold
+            else []
+        )
+        reads = self._reads(request.as_of)  # S7: as_of answers from history
+        rows, found = self._search(tenant_id, analysis, query_vector, reads)
+        pinned = self._candidates(
+            reads.pinned_rows(tenant_id, query_vector), {}, pinned=True, min_trust=request.min_trust
+        )
         pinned_ids = {c.id for c in pinned}
-        ranked = rank([c for c in self._candidates(rows, found) if c.id not in pinned_ids], cfg, recipe, intent)
+        scope = {"min_trust": request.min_trust, "historical": request.as_of is not None}
+        ranked = rank(
+            [c for c in self._candidates(rows, found, **scope) if c.id not in pinned_ids], cfg, recipe, intent
+        )
         pinned_ranked = rank(pinned, cfg, recipe, intent)
         sources = self.store.sources_of(tenant_id, [r.candidate.id for r in pinned_ranked + ranked])
         chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
@@ -53,7 +71,7 @@ class RetrievalService:
         )
         memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
         text = assemble(request.query, memories, index, request.format)
-        if not request.dry_run:
+        if not request.dry_run and request.as_of is None:  # a look into the past changes nothing
             self.store.reinforce_and_log(
                 tenant_id,
                 [m.id for m in memories],
@@ -82,8 +100,9 @@ class RetrievalService:
         recipe = self._recipe(request.recipe)
         analysis = analyze(request.query)
         query_vector = self.embedder.embed([request.query])[0]
-        rows, found = self._search(tenant_id, analysis, query_vector)
-        ranked = rank(self._candidates(rows, found), cfg, recipe, analysis.intent)[: request.limit]
+        rows, found = self._search(tenant_id, analysis, query_vector, self._reads(request.as_of))
+        candidates = self._candidates(rows, found, min_trust=request.min_trust, historical=request.as_of is not None)
+        ranked = rank(candidates, cfg, recipe, analysis.intent)[: request.limit]
         sources = self.store.sources_of(tenant_id, [r.candidate.id for r in ranked])
         return SearchResult(
             query=request.query,
@@ -99,8 +118,18 @@ class RetrievalService:
             known = ", ".join(sorted(self.settings.retrieval.recipes))
             raise UnknownRecipe(f"unknown scoring recipe {name!r}; configured: {known}") from exc
 
+    def _reads(self, as_of: datetime | None) -> MemoryStore | HistoricalReads:
+        """The current store, or the same reads answered as of a past time (S7)."""
+        if as_of is None:
+            return self.store
+        return HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
+
     def _search(
-        self, tenant_id: str, analysis: QueryAnalysis, query_vector: list[float]
+        self,
+        tenant_id: str,
+        analysis: QueryAnalysis,
+        query_vector: list[float],
+        reads: MemoryStore | HistoricalReads | None = None,
     ) -> tuple[list[dict], dict[object, dict[str, float]]]:
         """The three searches (S6.2): vector and text concurrently, then the graph from their hits.
 
@@ -108,10 +137,11 @@ class RetrievalService:
         the score each method gave it.
         """
         cfg = self.settings.retrieval
+        reads = reads or self.store
         found: dict[object, dict[str, float]] = {}
         with ThreadPoolExecutor(max_workers=1 + len(analysis.phrases)) as pool:
             vector_job = pool.submit(
-                self.store.vector_search,
+                reads.vector_search,
                 tenant_id,
                 query_vector,
                 k=cfg.vector_k,
@@ -119,9 +149,7 @@ class RetrievalService:
                 exact_scan_max_rows=cfg.exact_scan_max_rows,
             )
             text_jobs = [
-                pool.submit(
-                    self.store.text_search, tenant_id, analysis.terms(phrase), k=cfg.text_k, cap=cfg.text_match_cap
-                )
+                pool.submit(reads.text_search, tenant_id, analysis.terms(phrase), k=cfg.text_k, cap=cfg.text_match_cap)
                 for phrase in analysis.phrases
             ]
             vector_rows = vector_job.result()
@@ -137,7 +165,7 @@ class RetrievalService:
             scores["text"] = max(scores.get("text", 0.0), score)
         seeds = [r["id"] for r in vector_rows[: cfg.graph_seeds]]
         seeds += [r["id"] for r in text_rows[: cfg.graph_seeds] if r["id"] not in seeds]
-        for row in self.store.graph_expand(
+        for row in reads.graph_expand(
             tenant_id,
             seeds,
             hops=cfg.graph_hops,
@@ -147,15 +175,38 @@ class RetrievalService:
         ):
             scores = found.setdefault(row["id"], {})
             scores["graph"] = max(scores.get("graph", 0.0), min(float(row["weight"]), 1.0))
-        rows = self.store.candidate_rows(tenant_id, list(found), query_vector)
+        self._community_bonus(tenant_id, vector_rows, text_rows, found)
+        rows = reads.candidate_rows(tenant_id, list(found), query_vector)
         return rows, found
 
+    def _community_bonus(
+        self, tenant_id: str, vector_rows: list[dict], text_rows: list[dict], found: dict[object, dict[str, float]]
+    ) -> None:
+        """S9: a candidate in the same community as a top hit gets ``community_bonus`` of graph score
+        (kept apart from the methods, so it does not also earn the multi-method bonus)."""
+        reports = self.settings.reports
+        if reports.community_bonus <= 0:
+            return
+        top = reports.community_top_hits
+        top_hits = [r["id"] for r in vector_rows[:top]] + [r["id"] for r in text_rows[:top]]
+        for memory_id in community_peers(self.store.db, tenant_id, top_hits, list(found)):
+            found[memory_id]["community"] = reports.community_bonus
+
     def _candidates(
-        self, rows: list[dict], found: dict[object, dict[str, float]], *, pinned: bool = False
+        self,
+        rows: list[dict],
+        found: dict[object, dict[str, float]],
+        *,
+        pinned: bool = False,
+        min_trust: float | None = None,
+        historical: bool = False,
     ) -> list[Candidate]:
         """Bands (S5): strong always, fading only when relevant, forgotten never (pinned
-        ``always_load`` memories are in context whatever their band)."""
-        cfg, decay = self.settings.retrieval, self.settings.decay
+        ``always_load`` memories are in context whatever their band; a historical read shows what
+        was believed then, whatever its strength now). Composite trust (S7) for each, and
+        ``min_trust`` leaves out the rest."""
+        cfg, decay, governance = self.settings.retrieval, self.settings.decay, self.settings.governance
+        keep_all_bands = pinned or historical
         now = datetime.now(UTC)
         out = []
         for row in rows:
@@ -163,7 +214,16 @@ class RetrievalService:
             methods = found.get(row["id"], {})
             vector = max(float(row["vector_sim"]), 0.0)
             relevant = vector >= cfg.fading_relevance_floor or "text" in methods
-            if not pinned and (band is Band.forgotten or (band is not Band.strong and not relevant)):
+            if not keep_all_bands and (band is Band.forgotten or (band is not Band.strong and not relevant)):
+                continue
+            trust = composite_trust(
+                float(row["base_trust"]),
+                int(row.get("corroborations") or 0),
+                int(row["access_count"]),
+                float(row["strength"]),
+                governance,
+            )
+            if min_trust is not None and trust < min_trust:
                 continue
             out.append(
                 Candidate(
@@ -174,9 +234,10 @@ class RetrievalService:
                     access_count=row["access_count"],
                     vector=vector,
                     text=methods.get("text", 0.0),
-                    graph=methods.get("graph", 0.0),
-                    methods=set(methods),
+                    graph=min(methods.get("graph", 0.0) + methods.get("community", 0.0), 1.0),
+                    methods=set(methods) - {"community"},
                     payload=row | {"band": band},
+                    trust=trust,
                 )
             )
         return out

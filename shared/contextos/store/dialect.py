@@ -46,6 +46,14 @@ class Dialect:
             case "cockroach":
                 return None
 
+    def signature_filter_sql(self, band: str, probe: str, max_distance: str) -> str:
+        """A condition keeping band matches whose LSH signature is within ``max_distance`` bits."""
+        match self.name:
+            case "postgres":
+                return f"({band}.signature IS NULL OR bit_count({band}.signature # {probe}) <= {max_distance})"
+            case "cockroach":
+                return "true"
+
     def migration_files(self) -> list[tuple[int, str, Path]]:
         """(version, name, file) for every migration, preferring ``NNNN_name.<dialect>.sql``."""
         chosen: dict[int, tuple[str, Path]] = {}

@@ -17,9 +17,9 @@ from uuid import UUID
 
 from contextos.config import DecaySettings, LifecycleSettings
 from contextos.errors import BadRequest, NotFound
-from contextos.lsh import band_keys
-from contextos.store.audit import AuditEntry, append_audit
+from contextos.lsh import SIGNATURE_BITS, sketch
 from contextos.store.db import Database
+from contextos.store.governance import write_audit
 from contextos.store.repository import MemoryStore
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
@@ -92,17 +92,17 @@ class ArchiveClaim:
                 "UPDATE tenants SET hot_memories = GREATEST(hot_memories - %s, 0) WHERE tenant_id = %s",
                 [active, tenant],
             )
-        append_audit(
+        write_audit(
             conn,
             tenant,
             [
-                AuditEntry(
-                    actor=ACTOR,
-                    action="archived",
-                    memory_id=r.memory_id,
-                    reason=r.reason,
-                    details={"object_key": object_key, "byte_start": start, "byte_end": end},
-                )
+                {
+                    "actor": ACTOR,
+                    "action": "archived",
+                    "memory_id": r.memory_id,
+                    "reason": r.reason,
+                    "details": {"object_key": object_key, "byte_start": start, "byte_end": end},
+                }
                 for r, (start, end) in zip(self.records, ranges, strict=True)
             ],
         )
@@ -202,7 +202,8 @@ class LifecycleStore:
                     WHERE tenant_id = %(tenant)s AND tier = 'hot' AND (band = 'forgotten' OR state = 'superseded')
                       AND id > %(after)s AND NOT protected AND NOT always_load
                       AND ((state = 'active' AND band = 'forgotten')
-                           OR (state = 'superseded' AND updated_at < now() - make_interval(secs => %(superseded_s)s)))
+                           OR (state = 'superseded' AND COALESCE(superseded_at, updated_at)
+                                                           < now() - make_interval(secs => %(superseded_s)s)))
                     ORDER BY id
                     LIMIT %(limit)s
                     FOR UPDATE SKIP LOCKED
@@ -352,24 +353,24 @@ class LifecycleStore:
             [tenant, claim.memory_id],
         ).fetchone()
         if vector is not None:
-            keys = band_keys([vector["embedding"].to_list()])[0]
+            lsh = sketch([vector["embedding"].to_list()])
             conn.execute(
-                """INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id)
-                   SELECT %s, b, %s FROM unnest(%s::int[]) AS b ON CONFLICT DO NOTHING""",
-                [tenant, claim.memory_id, list(keys)],
+                f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature)
+                    SELECT %s, b, %s, %s::bit({SIGNATURE_BITS}) FROM unnest(%s::int[]) AS b ON CONFLICT DO NOTHING""",
+                [tenant, claim.memory_id, lsh.signatures[0], list(lsh.band_keys[0])],
             )
         conn.execute("UPDATE tenants SET hot_memories = hot_memories + 1 WHERE tenant_id = %s", [tenant])
-        append_audit(
+        write_audit(
             conn,
             tenant,
             [
-                AuditEntry(
-                    actor=ACTOR,
-                    action="reactivated",
-                    memory_id=claim.memory_id,
-                    reason=reason,
-                    details={"object_key": claim.object_key, "strength": strength},
-                )
+                {
+                    "actor": ACTOR,
+                    "action": "reactivated",
+                    "memory_id": claim.memory_id,
+                    "reason": reason,
+                    "details": {"object_key": claim.object_key, "strength": strength},
+                }
             ],
         )
         return True
@@ -410,10 +411,10 @@ class LifecycleStore:
                     "UPDATE tenants SET hot_memories = GREATEST(hot_memories - %s, 0) WHERE tenant_id = %s",
                     [hot, tenant_id],
                 )
-            append_audit(
+            write_audit(
                 conn,
                 tenant_id,
-                [AuditEntry(actor=ACTOR, action="deleted", memory_id=r["id"], reason="expired") for r in rows],
+                [{"actor": ACTOR, "action": "deleted", "memory_id": r["id"], "reason": "expired"} for r in rows],
             )
         return len(rows)
 

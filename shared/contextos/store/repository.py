@@ -15,10 +15,20 @@ from uuid import UUID
 from contextos.config import DecaySettings, MergeSettings
 from contextos.decay import weibull_scale as decay_weibull_scale
 from contextos.errors import NotFound
-from contextos.lsh import band_keys
-from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
+from contextos.governance_models import HeldCandidate
+from contextos.lsh import SIGNATURE_BITS, band_key_sql, bands_sql, max_hamming, signatures
+from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
 from contextos.normalization import acronyms, initials
+from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.db import Database
+from contextos.store.governance import (
+    ContradictionGate,
+    GateOutcome,
+    GovernanceStore,
+    JudgementCache,
+    write_audit,
+)
+from contextos.store.history import corroborations
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
 from pgvector import Vector
 from psycopg.types.json import Jsonb
@@ -30,10 +40,17 @@ DOCUMENT_COLUMNS = (
 
 
 class MemoryStore:
-    def __init__(self, db: Database, decay: DecaySettings, merge: MergeSettings | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        decay: DecaySettings,
+        merge: MergeSettings | None = None,
+        gate: ContradictionGate | None = None,
+    ) -> None:
         self.db = db
         self.decay = decay
         self.merge = merge or MergeSettings()
+        self.gate = gate  # the S7 contradiction gate; None admits without judging (benchmarks, tests)
 
     # -- tenants ---------------------------------------------------------------------------
     def tenant_ids(self) -> list[str]:
@@ -141,64 +158,188 @@ class MemoryStore:
         counts: dict[str, Any],
         raw_text: str | None = None,
         raw_s3_key: str | None = None,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
     ) -> StoreResult:
-        """Merge or create memories, record every occurrence, add edges and finish the document.
+        """``store_concepts`` for a document (the provenance lives on each candidate)."""
+        source = DocumentSource(
+            document_id=document_id,
+            provenance=candidates[0].provenance if candidates else Provenance.user_upload,
+            source_type=source_type,
+            domain=domain,
+            counts=counts,
+            raw_text=raw_text,
+            raw_s3_key=raw_s3_key,
+        )
+        return self.store_concepts(tenant_id, candidates, source, embedder_id=embedder_id, held=held, actor=actor)
 
-        One transaction under the tenant's row lock: the merge decisions that look at existing
-        memories (acronyms, near duplicates) cannot race a concurrent ingest, and the upserts
-        make a crash or a redelivery leave nothing half-written.
+    def store_concepts(
+        self,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        source: ConceptSource,
+        *,
+        embedder_id: str,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
+    ) -> StoreResult:
+        """Admit ``candidates`` and finish the source (a document's status and counts, or a
+        conversation flush) in one transaction under the tenant's row lock: the merge and
+        contradiction decisions that look at existing memories cannot race a concurrent ingest,
+        and the upserts make a crash or a redelivery leave nothing half-written. A conversation
+        range already stored (a redelivered job racing its first run) writes nothing.
         """
+        prejudged = self.prejudge(tenant_id, candidates)  # governance (S7): slow judging off the lock
         with self.db.tenant_tx(tenant_id) as conn:
-            hot = self._lock_tenant(conn, tenant_id)
-            merge_into, merge_reasons = self._merge_targets(conn, tenant_id, candidates) if hot else ({}, {})
-            final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
-            memories = _one_per_key(candidates, final_keys)
-            rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
-            ids = {r["norm_key"]: r["id"] for r in rows}
-            remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
-            pairs = sorted(
-                {
-                    (ids[key], ids[remap.get(r, r)])
-                    for c, key in zip(candidates, final_keys, strict=True)
-                    for r in c.related_keys
-                    if remap.get(r, r) in ids and remap.get(r, r) != key
-                }
+            if isinstance(source, SessionSource) and self._flush_done(conn, tenant_id, source):
+                return StoreResult(already_stored=True)
+            result, admitted_counts = self.admit(
+                conn,
+                tenant_id,
+                candidates,
+                embedder_id=embedder_id,
+                source=source,
+                held=held,
+                actor=actor,
+                prejudged=prejudged,
             )
-            created = sum(1 for r in rows if r["inserted"])
-            result = StoreResult(
-                created=created,
-                merged=len(candidates) - created,
-                items=len(candidates),
-                edges=len(pairs),
-                memory_ids=[r["id"] for r in rows],
-            )
-            merge_counts = {
-                reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())
-            }
-            document_counts = counts | {
-                "memories_created": result.created,
-                "memories_merged": result.merged,
-                "merged_by": merge_counts,
-                "items": result.items,
-                "edges": result.edges,
-            }
-            # Nothing below reads a result: one pipelined round trip instead of one per statement.
-            with conn.pipeline():
-                self._write_vectors(conn, tenant_id, memories, rows, embedder_id)
-                self._insert_items(conn, tenant_id, document_id, candidates, final_keys, ids)
-                self._upsert_related_edges(conn, tenant_id, pairs)
-                if created:
-                    conn.execute(
-                        "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
-                        [created, tenant_id],
-                    )
+            self._finish_source(conn, tenant_id, source, source.counts | admitted_counts)
+        return result
+
+    @staticmethod
+    def _flush_done(conn: Any, tenant_id: str, source: SessionSource) -> bool:
+        row = conn.execute(
+            """SELECT status FROM conversation_flushes
+               WHERE tenant_id = %s AND session_id = %s AND message_from = %s FOR UPDATE""",
+            [tenant_id, source.session_id, source.message_from],
+        ).fetchone()
+        return row is not None and row["status"] == "done"
+
+    @staticmethod
+    def _finish_source(conn: Any, tenant_id: str, source: ConceptSource, counts: dict[str, Any]) -> None:
+        """The source's own bookkeeping, in the memories' transaction."""
+        match source:
+            case DocumentSource():
                 conn.execute(
                     """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
                               raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
                        WHERE tenant_id = %s AND id = %s""",
-                    [source_type, domain, raw_text, raw_s3_key, Jsonb(document_counts), tenant_id, document_id],
+                    [
+                        source.source_type,
+                        source.domain,
+                        source.raw_text,
+                        source.raw_s3_key,
+                        Jsonb(counts),
+                        tenant_id,
+                        source.document_id,
+                    ],
                 )
-        return result
+            case SessionSource():
+                conn.execute(
+                    """UPDATE conversation_flushes SET status = 'done', error = NULL, counts = %s, updated_at = now()
+                       WHERE tenant_id = %s AND session_id = %s AND message_from = %s""",
+                    [Jsonb(counts), tenant_id, source.session_id, source.message_from],
+                )
+
+    def admit(
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        embedder_id: str,
+        source: ConceptSource | None = None,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
+        prejudged: JudgementCache | None = None,
+    ) -> tuple[StoreResult, dict[str, Any]]:
+        """S4 step 7 inside the caller's transaction, for any source (None: a manual memory or a
+        promotion): the tenant lock, merges, the contradiction gate (S7), upserts, items, edges
+        and audit rows. Held candidates (the trust gate's) go to the review queue only. Returns
+        the result and its counts."""
+        hot = self._lock_tenant(conn, tenant_id)
+        document_id = source.document_id if isinstance(source, DocumentSource) else None
+        session_id = source.session_id if isinstance(source, SessionSource) else None
+        # -- governance (S7): held candidates land in the review queue and nowhere else ----------
+        review_ids = GovernanceStore.hold(
+            conn,
+            tenant_id,
+            held,
+            actor=actor,
+            document_id=document_id,
+            session_id=session_id,
+            messages=(source.message_from, source.message_to) if isinstance(source, SessionSource) else None,
+        )
+        lsh_signatures = signatures([c.embedding for c in candidates])
+        merge_into, merge_reasons = (
+            self._merge_targets(conn, tenant_id, candidates, lsh_signatures) if hot else ({}, {})
+        )
+        final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
+        # -- governance (S7): the contradiction gate, under the tenant lock ------------------------
+        gate = (
+            self.gate.judge_batch(
+                conn, tenant_id, candidates, final_keys, hot_memories=hot, dialect=self.db.dialect.name, cache=prejudged
+            )
+            if self.gate
+            else GateOutcome()
+        )
+        for i, superseded in gate.supersedes.items():
+            # A candidate that contradicts the memory it would merge into stands alone instead.
+            if final_keys[i] != candidates[i].norm_key and final_keys[i] in {gate.keys[m] for m in superseded}:
+                merge_into.pop(i, None)
+                merge_reasons.pop(i, None)
+                final_keys[i] = candidates[i].norm_key
+        ContradictionGate.close_superseded(conn, tenant_id, gate)
+        chosen = _one_per_key(candidates, final_keys)
+        memories = [memory for _, memory in chosen]
+        memory_signatures = {memory.norm_key: lsh_signatures[i] for i, memory in chosen}
+        rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
+        ids = {r["norm_key"]: r["id"] for r in rows}
+        remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
+        pairs = sorted(
+            {
+                (ids[key], ids[remap.get(r, r)])
+                for c, key in zip(candidates, final_keys, strict=True)
+                for r in c.related_keys
+                if remap.get(r, r) in ids and remap.get(r, r) != key
+            }
+        )
+        created = sum(1 for r in rows if r["inserted"])
+        result = StoreResult(
+            created=created,
+            merged=len(candidates) - created,
+            items=len(candidates),
+            edges=len(pairs),
+            memory_ids=[r["id"] for r in rows],
+        )
+        merge_counts = {reason: list(merge_reasons.values()).count(reason) for reason in set(merge_reasons.values())}
+        admitted_counts = {
+            "memories_created": result.created,
+            "memories_merged": result.merged,
+            "merged_by": merge_counts,
+            "items": result.items,
+            "edges": result.edges,
+            "held_for_review": len(review_ids),
+            "judged": gate.judged,
+            "judged_under_lock": gate.judged_under_lock,
+            "judge_failures": gate.judge_failures,
+            "superseded": len(gate.superseded_ids),
+            "corroborated": sum(len(v) for v in gate.corroborates.values()),
+        }
+        # Nothing below reads a result: one pipelined round trip instead of one per statement.
+        with conn.pipeline():
+            self._write_vectors(conn, tenant_id, memories, rows, embedder_id, memory_signatures)
+            self._insert_items(conn, tenant_id, source, candidates, final_keys, ids)
+            self._upsert_related_edges(conn, tenant_id, pairs)
+            if created:
+                conn.execute(
+                    "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
+                    [created, tenant_id],
+                )
+            if self.gate:
+                self.gate.link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
+            write_audit(conn, tenant_id, _admission_audit(rows, actor, source))
+        return result, admitted_counts
 
     def add_memories(
         self,
@@ -253,8 +394,16 @@ class MemoryStore:
                 {"id": i, "norm_key": c.norm_key, "definition": c.definition, "type": c.type, "inserted": True}
                 for i, c in zip(ids, candidates, strict=True)
             ]
+            lsh_signatures = signatures([c.embedding for c in candidates])
             with conn.pipeline():
-                self._write_vectors(conn, tenant_id, list(candidates), memory_rows, embedder_id)
+                self._write_vectors(
+                    conn,
+                    tenant_id,
+                    list(candidates),
+                    memory_rows,
+                    embedder_id,
+                    {c.norm_key: lsh_signatures[i] for i, c in enumerate(candidates)},
+                )
                 conn.execute(
                     """INSERT INTO memory_items (tenant_id, memory_id, session_id, message_from, message_to, label,
                                                  definition, importance)
@@ -274,6 +423,12 @@ class MemoryStore:
                     "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [len(ids), tenant_id]
                 )
         return ids
+
+    def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:
+        """Run the contradiction gate's judge before the admission transaction (see ContradictionGate)."""
+        if not (self.gate and self.gate.prejudges and candidates):
+            return None
+        return self.gate.prejudge(self.db, tenant_id, candidates)
 
     @staticmethod
     def _lock_tenant(conn: Any, tenant_id: str) -> int:
@@ -304,7 +459,7 @@ class MemoryStore:
         }
 
     def _merge_targets(
-        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate]
+        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh_signatures: list[str]
     ) -> tuple[dict[int, str], dict[int, str]]:
         """For each candidate without an exact key match: the existing memory it should join.
 
@@ -350,29 +505,41 @@ class MemoryStore:
                     break
         probe = [i for i in open_idx if i not in targets]
         if probe:
-            for i, key in self._near_duplicates(conn, tenant_id, [candidates[i] for i in probe], probe):
+            for i, key in self._near_duplicates(conn, tenant_id, candidates, lsh_signatures, probe):
                 targets[i], reasons[i] = key, "near_duplicate"
         return targets, reasons
 
     def _near_duplicates(
-        self, conn: Any, tenant_id: str, candidates: list[MemoryCandidate], idx: list[int]
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        lsh_signatures: list[str],
+        idx: list[int],
     ) -> list[tuple[int, str]]:
         """(candidate index, key) for candidates whose nearest memory of the same type is close enough.
 
-        Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh);
-        each is then checked with the exact cosine. No ANN probe, so the cost does not grow with
-        the index, and small tenants beside large ones lose nothing.
+        Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh) whose
+        signatures are within the threshold's Hamming distance, read from the index itself; each
+        survivor is then checked with the exact cosine. No ANN probe, so the cost does not grow
+        with the index, and small tenants beside large ones lose nothing.
         """
-        bands = band_keys([c.embedding for c in candidates])
+        signature_close = self.db.dialect.signature_filter_sql("b", "p.signature", "%(max_distance)s")
         rows = conn.execute(
-            """WITH probe AS (
-                   SELECT * FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[])
-                       AS t(idx, type, embedding)
+            f"""WITH probe AS MATERIALIZED (
+                   SELECT t.idx, t.type, t.embedding, t.bits, t.bits::bit({SIGNATURE_BITS}) AS signature
+                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(signatures)b::text[])
+                       AS t(idx, type, embedding, bits)
+               ),
+               probe_bands AS MATERIALIZED (
+                   SELECT p.idx, {band_key_sql("p.bits", "g")} AS band_key FROM probe p CROSS JOIN {bands_sql()} AS g
                ),
                hits AS (
-                   SELECT DISTINCT cb.idx, b.memory_id
-                   FROM unnest(%(band_idx)b::int[], %(band_keys)b::int[]) AS cb(idx, band_key)
-                   JOIN memory_vector_bands b ON b.tenant_id = %(tenant)s AND b.band_key = cb.band_key
+                   SELECT DISTINCT p.idx, b.memory_id
+                   FROM probe_bands pb
+                   JOIN probe p ON p.idx = pb.idx
+                   JOIN memory_vector_bands b ON b.tenant_id = %(tenant)s AND b.band_key = pb.band_key
+                   WHERE {signature_close}
                )
                SELECT h.idx, m.norm_key, 1.0 - (v.embedding <=> p.embedding) AS similarity
                FROM hits h
@@ -384,11 +551,11 @@ class MemoryStore:
             {
                 "tenant": tenant_id,
                 "idx": idx,
-                "types": [c.type for c in candidates],
-                "embs": [Vector(c.embedding) for c in candidates],
-                "band_idx": [i for i, keys in zip(idx, bands, strict=True) for _ in keys],
-                "band_keys": [k for keys in bands for k in keys],
+                "types": [candidates[i].type for i in idx],
+                "embs": [Vector(candidates[i].embedding) for i in idx],
+                "signatures": [lsh_signatures[i] for i in idx],
                 "threshold": self.merge.near_duplicate_cosine,
+                "max_distance": max_hamming(self.merge.near_duplicate_cosine),
             },
         ).fetchall()
         found: dict[int, tuple[float, str]] = {}
@@ -399,38 +566,46 @@ class MemoryStore:
 
     @staticmethod
     def _write_vectors(
-        conn: Any, tenant_id: str, memories: list[MemoryCandidate], rows: list[dict], embedder_id: str
+        conn: Any,
+        tenant_id: str,
+        memories: list[MemoryCandidate],
+        rows: list[dict],
+        embedder_id: str,
+        lsh_signatures: dict[str, str],
     ) -> None:
         """A vector (and its LSH bands) for each new memory, and new ones where a merge kept the
-        newer definition. Vectors land in the fresh segment (indexed = false): no ANN insert here."""
+        newer definition. Vectors land in the fresh segment (indexed = false): no ANN insert here.
+        ``lsh_signatures`` holds each memory's LSH signature, by norm key; the band keys derive from it."""
         by_key = {m.norm_key: m for m in memories}
         changed = [r for r in rows if r["inserted"] or r["definition"] == by_key[r["norm_key"]].definition]
         if not changed:
             return
         ids = [r["id"] for r in changed]
-        vectors = [by_key[r["norm_key"]].embedding for r in changed]
         conn.execute(
             """INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id)
                SELECT %s, i, t, e, %s FROM unnest(%b::uuid[], %b::text[], %b::vector[]) AS v(i, t, e)
                ON CONFLICT (tenant_id, memory_id) DO UPDATE
                SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, indexed = false,
                    updated_at = now()""",
-            [tenant_id, embedder_id, ids, [r["type"] for r in changed], [Vector(v) for v in vectors]],
+            [
+                tenant_id,
+                embedder_id,
+                ids,
+                [r["type"] for r in changed],
+                [Vector(by_key[r["norm_key"]].embedding) for r in changed],
+            ],
         )
         replaced = [r["id"] for r in changed if not r["inserted"]]
         if replaced:
             conn.execute(
                 "DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, replaced]
             )
-        bands = band_keys(vectors)
         conn.execute(
-            """INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id)
-               SELECT %s, b, m FROM unnest(%b::int[], %b::uuid[]) AS t(b, m) ON CONFLICT DO NOTHING""",
-            [
-                tenant_id,
-                [k for keys in bands for k in keys],
-                [i for i, keys in zip(ids, bands, strict=True) for _ in keys],
-            ],
+            f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature)
+               SELECT %s, {band_key_sql("t.bits", "g")}, t.memory_id, t.bits::bit({SIGNATURE_BITS})
+               FROM unnest(%b::uuid[], %b::text[]) AS t(memory_id, bits) CROSS JOIN {bands_sql()} AS g
+               ON CONFLICT DO NOTHING""",
+            [tenant_id, ids, [lsh_signatures[r["norm_key"]] for r in changed]],
         )
 
     def _upsert_memories(self, conn: Any, tenant_id: str, memories: list[MemoryCandidate]) -> list[dict]:
@@ -493,20 +668,30 @@ class MemoryStore:
     def _insert_items(
         conn: Any,
         tenant_id: str,
-        document_id: UUID,
+        source: ConceptSource | None,
         candidates: Sequence[MemoryCandidate],
         final_keys: list[str],
         ids: dict[str, UUID],
     ) -> None:
-        """One memory_item per occurrence, under the memory it ended in."""
+        """One memory_item per occurrence, under the memory it ended in, pointing at its source
+        (the document, or the session and message range)."""
         if not candidates:
             return
+        document_id = source.document_id if isinstance(source, DocumentSource) else None
+        session = (
+            (source.session_id, source.message_from, source.message_to)
+            if isinstance(source, SessionSource)
+            else (None, None, None)
+        )
         conn.execute(
-            """INSERT INTO memory_items (tenant_id, memory_id, document_id, label, definition, importance)
-               SELECT %s, m, %s, l, d, i FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[]) AS t(m, l, d, i)""",
+            """INSERT INTO memory_items (tenant_id, memory_id, document_id, session_id, message_from, message_to,
+                                         label, definition, importance)
+               SELECT %s, m, %s, %s, %s, %s, l, d, i
+               FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[]) AS t(m, l, d, i)""",
             [
                 tenant_id,
                 document_id,
+                *session,
                 [ids[k] for k in final_keys],
                 [c.label for c in candidates],
                 [c.definition for c in candidates],
@@ -540,7 +725,8 @@ class MemoryStore:
         """Every occurrence behind a memory (memory → documents and sessions)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                """SELECT i.document_id, d.filename, i.session_id, i.label, i.definition, i.importance, i.created_at
+                """SELECT i.document_id, d.filename, i.session_id, i.message_from, i.message_to, i.label, i.definition,
+                          i.importance, i.created_at
                    FROM memory_items i LEFT JOIN documents d ON d.tenant_id = i.tenant_id AND d.id = i.document_id
                    WHERE i.tenant_id = %s AND i.memory_id = %s ORDER BY i.created_at""",
                 [tenant_id, memory_id],
@@ -694,6 +880,7 @@ class MemoryStore:
             return conn.execute(
                 f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                            m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
                            COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
@@ -708,6 +895,7 @@ class MemoryStore:
             return conn.execute(
                 f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
                            m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
+                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
                            COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
@@ -808,7 +996,8 @@ class MemoryStore:
                 f"""SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.strength_anchor,
                            m.strength_anchor_at, m.strength, m.band, m.access_count, m.last_accessed_at,
                            m.tier, m.state, m.provenance, m.base_trust, v.embedder_id, m.decay_rate,
-                           m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now
+                           m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now,
+                           m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.superseded_by
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                     WHERE m.tenant_id = %s AND m.id = %s""",
@@ -833,16 +1022,32 @@ def _candidate_columns(candidates: Sequence[MemoryCandidate]) -> dict[str, list]
     }
 
 
-def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[MemoryCandidate]:
-    """Candidates that ended under one key become one memory row: the most important, then longest."""
-    best: dict[str, MemoryCandidate] = {}
-    for candidate, key in zip(candidates, final_keys, strict=True):
+def _admission_audit(rows: Sequence[dict], actor: str, source: ConceptSource | None) -> list[dict]:
+    """One audit row per memory an admission created or merged into, naming its source."""
+    match source:
+        case DocumentSource():
+            details = {"document_id": str(source.document_id)}
+        case SessionSource():
+            details = {"session_id": source.session_id, "messages": [source.message_from, source.message_to]}
+        case _:
+            details = {}
+    return [
+        {"actor": actor, "action": "admitted" if r["inserted"] else "merged", "memory_id": r["id"], "details": details}
+        for r in rows
+    ]
+
+
+def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[tuple[int, MemoryCandidate]]:
+    """Candidates that ended under one key become one memory row: the most important, then longest.
+    Returns (candidate index, the candidate under its final key)."""
+    best: dict[str, tuple[int, MemoryCandidate]] = {}
+    for i, (candidate, key) in enumerate(zip(candidates, final_keys, strict=True)):
         current = best.get(key)
         if current is None or (candidate.importance, len(candidate.definition)) > (
-            current.importance,
-            len(current.definition),
+            current[1].importance,
+            len(current[1].definition),
         ):
-            best[key] = candidate.model_copy(update={"norm_key": key})
+            best[key] = (i, candidate.model_copy(update={"norm_key": key}))
     return list(best.values())
 
 

@@ -1,0 +1,49 @@
+"""/v1/review: candidates the trust gate held (S7). Users promote or reject them, with a reason."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+
+from contextos import container
+from contextos.api.auth import current_principal
+from contextos.governance_models import AuditPage, ReviewDecision, ReviewOutcome, ReviewPage
+
+router = Router()
+
+
+@router.get("/review", summary="Held candidates, oldest first (cursor pagination)")
+def list_review(
+    status: Annotated[Literal["pending", "promoted", "rejected"], Query()] = "pending",
+    cursor: Annotated[str | None, Query(max_length=500)] = None,
+) -> ReviewPage:
+    principal = current_principal(router)
+    return container.governance().review(principal.tenant_id, status=status, cursor=cursor)
+
+
+@router.post("/review/<review_id>/promote", summary="Admit a held candidate (user credentials only)")
+def promote(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewOutcome:
+    principal = current_principal(router)
+    return container.governance().promote(
+        principal.tenant_id, review_id, actor=principal.subject, kind=principal.kind, reason=body.reason
+    )
+
+
+@router.post("/review/<review_id>/reject", summary="Discard a held candidate (user credentials only)")
+def reject(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewOutcome:
+    principal = current_principal(router)
+    return container.governance().reject(
+        principal.tenant_id, review_id, actor=principal.subject, kind=principal.kind, reason=body.reason
+    )
+
+
+@router.get("/audit", summary="The audit log in chain order (cursor pagination)")
+def list_audit(
+    cursor: Annotated[str | None, Query(max_length=500)] = None,
+    memory_id: Annotated[UUID | None, Query()] = None,
+) -> AuditPage:
+    principal = current_principal(router)
+    return container.governance().audit(principal.tenant_id, cursor=cursor, memory_id=memory_id)

@@ -1,0 +1,33 @@
+"""/v1/sessions: buffer a conversation's turns, read its state, end it (S8). Chat time only reads
+and buffers: extraction happens later, in the conversation function."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path
+
+from contextos import container
+from contextos.api.auth import current_principal
+from contextos.conversations import MessageAppended, MessageCreate, SessionView
+
+router = Router()
+
+
+@router.post("/sessions/<session_id>/messages", summary="Append one turn (role, content, optional provenance)")
+def append_message(session_id: Annotated[str, Path()], body: MessageCreate) -> Response[MessageAppended]:
+    principal = current_principal(router)
+    appended = container.conversations().append(principal.tenant_id, principal.provenance_ceiling, session_id, body)
+    return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=appended.model_dump(mode="json"))
+
+
+@router.get("/sessions/<session_id>", summary="A session's buffer and what became of each flushed range")
+def get_session(session_id: Annotated[str, Path()]) -> SessionView:
+    return container.conversations().get(current_principal(router).tenant_id, session_id)
+
+
+@router.post("/sessions/<session_id>/end", summary="End a session and flush its unflushed turns into memory")
+def end_session(session_id: Annotated[str, Path()]) -> SessionView:
+    return container.conversations().end(current_principal(router).tenant_id, session_id)

@@ -1,0 +1,151 @@
+"""Conversation memory (S8), the pure part: messages, sessions, flush jobs, speaker provenance.
+
+No database, no AWS: the API's request and response models, the queue's job, the turns an
+extractor reads, and the rules that give each message its provenance within a credential's
+ceiling.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextos.errors import BadRequest, ProvenanceAboveCeiling
+from contextos.models import BASE_TRUST, Concept, Provenance
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+
+
+class Role(StrEnum):
+    user = "user"
+    assistant = "assistant"
+    tool = "tool"
+    system = "system"
+    third_party = "third_party"
+
+
+class FlushTrigger(StrEnum):
+    end = "end"  # POST /v1/sessions/{id}/end
+    idle = "idle"  # the sweeper: no message for the idle threshold
+    size = "size"  # an append brought the unflushed messages to the threshold
+
+
+# S7/S8: who said it. System turns are written by whoever set the agent up, never by the user.
+DEFAULT_PROVENANCE: dict[Role, Provenance] = {
+    Role.user: Provenance.user_turn,
+    Role.assistant: Provenance.agent_turn,
+    Role.tool: Provenance.tool_output,
+    Role.system: Provenance.agent_turn,
+    Role.third_party: Provenance.third_party,
+}
+
+
+def message_provenance(role: Role, requested: Provenance | None, ceiling: Provenance) -> Provenance:
+    """The provenance a message is stored with.
+
+    An explicit claim above the credential's ceiling is refused (S7: an agent's key cannot claim
+    ``user_turn``); a role's default above the ceiling is lowered to the ceiling, because the
+    credential cannot vouch for more than it is trusted with.
+    """
+    if requested is not None:
+        if BASE_TRUST[requested] > BASE_TRUST[ceiling]:
+            raise ProvenanceAboveCeiling(
+                f"this credential may claim provenance up to {ceiling.value!r}; {requested.value!r} is above it",
+                details={"requested": requested.value, "ceiling": ceiling.value},
+            )
+        return requested
+    default = DEFAULT_PROVENANCE[role]
+    return ceiling if BASE_TRUST[default] > BASE_TRUST[ceiling] else default
+
+
+def check_session_id(session_id: str, max_chars: int) -> str:
+    if not session_id or len(session_id) > max_chars or not _SESSION_ID.match(session_id):
+        raise BadRequest(
+            f"a session id is 1-{max_chars} characters: letters, digits and _ . : @ -, starting with a letter or digit"
+        )
+    return session_id
+
+
+class MessageCreate(BaseModel):
+    """``POST /v1/sessions/{id}/messages``: one turn of the conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    content: str = Field(min_length=1)
+    provenance: Provenance | None = Field(
+        default=None, description="Who vouches for it; defaults by role, never above the credential's ceiling."
+    )
+
+
+class MessageAppended(BaseModel):
+    session_id: str
+    seq: int
+    provenance: Provenance
+    message_count: int
+    flushed_through: int
+    flush: FlushView | None = None  # the flush this append triggered (the size threshold), if any
+
+
+class FlushView(BaseModel):
+    message_from: int
+    message_to: int
+    trigger: FlushTrigger
+    status: str
+    error: str | None = None
+    counts: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionView(BaseModel):
+    """``GET /v1/sessions/{id}``: the buffer's state and what became of each flushed range."""
+
+    id: str
+    status: Literal["open", "ended"]
+    message_count: int
+    flushed_through: int
+    last_message_at: datetime | None
+    ended_at: datetime | None
+    created_at: datetime
+    flushes: list[FlushView] = Field(default_factory=list)
+
+
+class FlushJob(BaseModel):
+    """The conversation queue's message: one claimed range of one session."""
+
+    kind: Literal["conversation_flush"] = "conversation_flush"
+    tenant_id: str
+    session_id: str
+    message_from: int = Field(ge=1)
+    message_to: int = Field(ge=1)
+
+
+class Turn(BaseModel):
+    """One message as an extractor reads it."""
+
+    seq: int
+    role: Role
+    content: str
+    provenance: Provenance
+
+
+class TurnConcept(Concept):
+    """A concept from a conversation, with the turns (message seqs) that state it."""
+
+    turns: list[int] = Field(default_factory=list)
+
+
+def speaker_provenance(concept: TurnConcept, turns: dict[int, Turn], fallback: Provenance) -> Provenance:
+    """A concept's provenance is its speaker's: the earliest turn that states it.
+
+    Who said it first is who it came from; a later echo (the agent repeating the user's
+    preference, the user accepting a tool's claim) neither raises nor lowers it.
+    """
+    stated = sorted(seq for seq in concept.turns if seq in turns)
+    return turns[stated[0]].provenance if stated else fallback
+
+
+MessageAppended.model_rebuild()

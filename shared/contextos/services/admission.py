@@ -1,0 +1,94 @@
+"""The one way concepts become memories (S4 steps 4-7), whatever they came from.
+
+Documents and conversations both end here: validation, then candidates (embeddings, normalized
+keys, decay rates, provenance and base trust per concept), then the store's single transaction
+(merging, memory_items pointing at the source, related edges, the source's own bookkeeping).
+Every source passes the governance gates (S7): the trust gate here, between the candidates
+and the store; the contradiction gate inside the store's transaction, under the tenant lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from contextos.config import Settings
+from contextos.decay import decay_rate
+from contextos.embedding import Embedder
+from contextos.extraction.validation import validate
+from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
+from contextos.normalization import norm_key
+from contextos.services.governance import TrustGate
+from contextos.sources import ConceptSource
+from contextos.store.repository import MemoryStore
+
+
+@dataclass(frozen=True)
+class AdmissionResult:
+    report: ValidationReport
+    stored: StoreResult
+
+
+@dataclass
+class Admission:
+    settings: Settings
+    store: MemoryStore
+    embedder: Embedder
+
+    def admit(
+        self, tenant_id: str, concepts: Sequence[Concept], source: ConceptSource, *, source_text: str | None = None
+    ) -> AdmissionResult:
+        """Validate, embed, pass the trust gate (S7) and store ``concepts`` from ``source`` in one
+        transaction; held candidates go to the review queue in that same transaction, nowhere else.
+
+        A concept's own ``provenance`` (a conversation's speaker) wins over the source's. The
+        validation counts join the source's counts, which the store records with the outcome.
+        ``source_text`` (the document or transcript) taints every candidate when it reads as
+        instructions to an agent.
+        """
+        cfg = self.settings.extraction
+        report = validate(
+            concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
+        )
+        candidates, held = TrustGate(self.settings).split(
+            self.candidates(report.accepted, source.provenance), source_text=source_text
+        )
+        counts = source.counts | {
+            "accepted": len(report.accepted),
+            "rejected": report.rejected,
+            "rejected_total": report.rejected_total,
+            "related_dropped": report.dropped_related,
+        }
+        stored = self.store.store_concepts(
+            tenant_id, candidates, replace(source, counts=counts), embedder_id=self.embedder.model_id, held=held
+        )
+        # Off the source's transaction: move fresh vectors into the ANN index.
+        self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
+        return AdmissionResult(report=report, stored=stored)
+
+    def candidates(self, concepts: Sequence[Concept], default: Provenance) -> list[MemoryCandidate]:
+        """Embed every concept in one call and give each its key, decay rate and trust."""
+        if not concepts:
+            return []
+        modifiers = self.settings.extraction.generic_modifiers
+        vectors = self.embedder.embed([f"{c.label}: {c.definition}" for c in concepts])
+        keys = [norm_key(c.label, modifiers) for c in concepts]
+        key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
+        out = []
+        for c, key, vector in zip(concepts, keys, vectors, strict=True):
+            provenance = c.provenance or default
+            out.append(
+                MemoryCandidate(
+                    norm_key=key,
+                    label=c.label,
+                    definition=c.definition,
+                    type=c.type,
+                    importance=c.importance,
+                    related_keys=[key_of_label[r] for r in c.related if r in key_of_label],
+                    embedding=vector,
+                    decay_rate=decay_rate(c.importance, c.type, self.settings.decay),
+                    provenance=provenance,
+                    base_trust=self.settings.governance.trust_of(provenance),
+                )
+            )
+        return out

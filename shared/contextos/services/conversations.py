@@ -1,0 +1,309 @@
+"""Conversation memory (S8): buffer turns at chat time, flush ranges exactly once, distil them.
+
+Chat-time calls (append, read, end) only write the buffer; extraction happens in the
+conversation function. A flush is claimed in the database first (the session's row lock decides
+between racing triggers) and then sent to the queue; a claim whose send failed stays ``pending``
+and the sweeper sends it again, so a range is never lost and never distilled twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from contextos.config import Settings
+from contextos.conversations import (
+    FlushJob,
+    FlushTrigger,
+    FlushView,
+    MessageAppended,
+    MessageCreate,
+    SessionView,
+    Turn,
+    TurnConcept,
+    check_session_id,
+    message_provenance,
+    speaker_provenance,
+)
+from contextos.errors import ContextOSError, PayloadTooLarge, PermanentError, TransientError
+from contextos.extraction import ConceptExtractor
+from contextos.extraction.validation import rejection_reason
+from contextos.models import BASE_TRUST, Provenance
+from contextos.normalization import estimate_tokens
+from contextos.observability import logger, metrics
+from contextos.services.admission import Admission
+from contextos.services.ingestion import deduplicate
+from contextos.sources import SessionSource
+from contextos.store.conversations import ConversationStore
+
+
+class JobQueue(Protocol):
+    def send(self, message: dict) -> str: ...
+
+
+class SweepReport(BaseModel):
+    tenants: int = 0
+    claimed: int = 0  # idle sessions whose unflushed range was claimed now
+    resent: int = 0  # claims found unsent (or sent long ago and never taken) and sent again
+    sent: int = 0
+    send_failures: int = 0  # left pending for the next sweep
+    flushes: list[dict] = Field(default_factory=list)
+
+
+@dataclass
+class ConversationService:
+    settings: Settings
+    store: ConversationStore
+    tenant_ids: Callable[[], list[str]]
+    queue: JobQueue | None = None
+    # Factories, so chat-time users (the API, the sweeper) never build a model they do not use.
+    extractor: Callable[[], ConceptExtractor] | None = None
+    admission: Callable[[], Admission] | None = None
+
+    # -- chat time -------------------------------------------------------------------------
+    def append(self, tenant_id: str, ceiling: Provenance, session_id: str, message: MessageCreate) -> MessageAppended:
+        """Buffer one turn (one statement); crossing the size threshold claims and sends a flush."""
+        cfg = self.settings.conversation
+        check_session_id(session_id, cfg.max_session_id_chars)
+        if len(message.content) > cfg.max_message_chars:
+            raise PayloadTooLarge(
+                f"the message is {len(message.content)} characters; the limit is {cfg.max_message_chars}"
+            )
+        provenance = message_provenance(message.role, message.provenance, ceiling)
+        row = self.store.append(
+            tenant_id, session_id, role=message.role.value, content=message.content, provenance=provenance.value
+        )
+        flush = None
+        if row["message_count"] - row["flushed_through"] >= cfg.flush_messages:
+            claimed = self.store.claim_flush(
+                tenant_id, session_id, FlushTrigger.size.value, min_unflushed=cfg.flush_messages
+            )
+            flush = self._send(tenant_id, claimed) if claimed else None
+        metrics.add_metric(name="MessagesAppended", unit="Count", value=1)
+        return MessageAppended(
+            session_id=session_id,
+            seq=row["seq"],
+            provenance=provenance,
+            message_count=row["message_count"],
+            flushed_through=flush.message_to if flush else row["flushed_through"],
+            flush=flush,
+        )
+
+    def get(self, tenant_id: str, session_id: str) -> SessionView:
+        check_session_id(session_id, self.settings.conversation.max_session_id_chars)
+        return SessionView.model_validate(self.store.get_session(tenant_id, session_id))
+
+    def end(self, tenant_id: str, session_id: str) -> SessionView:
+        """End the session and flush what is unflushed. Ending twice changes nothing."""
+        check_session_id(session_id, self.settings.conversation.max_session_id_chars)
+        claimed = self.store.claim_flush(tenant_id, session_id, FlushTrigger.end.value)
+        if claimed:
+            self._send(tenant_id, claimed)
+        return self.get(tenant_id, session_id)
+
+    def recent_turns(self, tenant_id: str, session_id: str) -> list[str]:
+        """The last turns of a session, for query analysis (never stored as memories)."""
+        cfg = self.settings.conversation
+        rows = self.store.recent_turns(tenant_id, session_id, cfg.recent_turns)
+        return [r["content"][: cfg.recent_turn_chars] for r in rows]
+
+    # -- the sweeper -----------------------------------------------------------------------
+    def sweep(self) -> SweepReport:
+        """Flush every session idle past the threshold, and send claims whose send was lost.
+
+        Safe to run twice at once: claims skip locked sessions and a claimed range is claimed once.
+        """
+        cfg = self.settings.conversation
+        report = SweepReport()
+        for tenant_id in self.tenant_ids():
+            report.tenants += 1
+            while True:
+                claimed = self.store.claim_idle(tenant_id, idle_s=cfg.idle_flush_s, limit=cfg.sweep_batch)
+                report.claimed += len(claimed)
+                self._send_all(tenant_id, claimed, report)
+                if len(claimed) < cfg.sweep_batch:
+                    break
+            unsent = self.store.unsent_flushes(
+                tenant_id, older_than_s=cfg.resend_after_s, requeue_after_s=cfg.requeue_after_s, limit=cfg.sweep_batch
+            )
+            report.resent += len(unsent)
+            self._send_all(tenant_id, unsent, report)
+        metrics.add_metric(name="SessionsFlushedIdle", unit="Count", value=report.claimed)
+        logger.info("session sweep finished", extra=report.model_dump(exclude={"flushes"}))
+        return report
+
+    def _send_all(self, tenant_id: str, flushes: list[dict], report: SweepReport) -> None:
+        """Send many claimed ranges (batched where the queue can) and mark the sent ones in one statement."""
+        if not flushes:
+            return
+        if self.queue is None:
+            raise RuntimeError("CONTEXTOS_CONVERSATION_QUEUE_URL is not set")
+        jobs = [self._job(tenant_id, f).model_dump(mode="json") for f in flushes]
+        send_many = getattr(self.queue, "send_many", None)
+        if send_many is not None:
+            accepted = send_many(jobs)
+        else:
+            accepted = []
+            for job in jobs:
+                try:
+                    self.queue.send(job)
+                    accepted.append(True)
+                except TransientError:
+                    accepted.append(False)
+        self.store.mark_enqueued_many(
+            tenant_id, [(f["session_id"], f["message_from"]) for f, ok in zip(flushes, accepted, strict=True) if ok]
+        )
+        sent = sum(accepted)
+        report.sent += sent
+        report.send_failures += len(flushes) - sent
+        report.flushes += [
+            FlushView.model_validate(f)
+            .model_copy(update={"status": "queued" if ok else f["status"]})
+            .model_dump(mode="json")
+            for f, ok in zip(flushes, accepted, strict=True)
+        ]
+        if sent < len(flushes):
+            logger.warning("flushes not sent; the next sweep sends them", extra={"unsent": len(flushes) - sent})
+        metrics.add_metric(name="FlushesQueued", unit="Count", value=sent)
+
+    @staticmethod
+    def _job(tenant_id: str, flush: dict) -> FlushJob:
+        return FlushJob(
+            tenant_id=tenant_id,
+            session_id=flush["session_id"],
+            message_from=flush["message_from"],
+            message_to=flush["message_to"],
+        )
+
+    def _send(self, tenant_id: str, flush: dict) -> FlushView:
+        """Put one claimed range on the conversation queue; a failed send stays pending for the sweeper."""
+        view = FlushView.model_validate(flush)
+        if self.queue is None:
+            raise RuntimeError("CONTEXTOS_CONVERSATION_QUEUE_URL is not set")
+        job = self._job(tenant_id, flush)
+        try:
+            self.queue.send(job.model_dump(mode="json"))
+        except TransientError:
+            logger.warning("flush not sent; the sweeper will send it", extra={"session_id": job.session_id})
+            metrics.add_metric(name="FlushSendFailures", unit="Count", value=1)
+            return view
+        self.store.mark_enqueued(tenant_id, job.session_id, job.message_from)
+        metrics.add_metric(name="FlushesQueued", unit="Count", value=1)
+        return view.model_copy(update={"status": "queued"})
+
+    # -- the conversation function ---------------------------------------------------------
+    def handle_message(self, body: dict) -> None:
+        try:
+            job = FlushJob.model_validate(body)
+        except ValueError as exc:
+            raise PermanentError("the message is not a conversation flush job") from exc
+        self.process(job)
+
+    def process(self, job: FlushJob) -> None:
+        """Distil one flushed range. A done range is a no-op; permanent problems end as ``failed``."""
+        cfg = self.settings.conversation
+        tenant_id, session_id, first = job.tenant_id, job.session_id, job.message_from
+        claimed = self.store.claim_job(tenant_id, session_id, first, stale_after_s=cfg.stale_processing_s)
+        if claimed is None:
+            logger.info("flush already handled", extra={"session_id": session_id, "message_from": first})
+            return
+        try:
+            self._run(tenant_id, session_id, first, claimed["message_to"])
+        except TransientError:
+            reason = "transient: dependency unavailable"
+            self._retry_or_give_up(tenant_id, session_id, first, claimed["attempts"], reason)
+            raise
+        except ContextOSError as exc:
+            logger.info("flush failed", extra={"session_id": session_id, "code": exc.code})
+            metrics.add_metric(name="FlushesFailed", unit="Count", value=1)
+            self.store.fail_job(tenant_id, session_id, first, exc.message)
+        except Exception as exc:
+            reason = f"transient: {type(exc).__name__}"
+            self._retry_or_give_up(tenant_id, session_id, first, claimed["attempts"], reason)
+            raise TransientError(reason) from exc
+
+    def _retry_or_give_up(self, tenant_id: str, session_id: str, first: int, attempts: int, reason: str) -> None:
+        if attempts >= self.settings.conversation.max_attempts:
+            self.store.fail_job(tenant_id, session_id, first, f"gave up after {attempts} attempts ({reason})")
+        else:
+            self.store.release_job(tenant_id, session_id, first, reason)
+
+    def _run(self, tenant_id: str, session_id: str, first: int, last: int) -> None:
+        if self.extractor is None or self.admission is None:
+            raise RuntimeError("the conversation service was built without an extractor and admission")
+        cfg = self.settings.conversation
+        turns = [Turn.model_validate(r) for r in self.store.turns(tenant_id, session_id, first, last)]
+        spoken = [t for t in turns if t.role.value in cfg.extract_roles]
+        extracted, calls = self._extract(spoken) if spoken else ([], 0)
+        concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
+        chosen = self._clamp(concepts)
+        by_seq = {t.seq: t for t in spoken}
+        fallback = min((t.provenance for t in spoken), key=BASE_TRUST.__getitem__, default=Provenance.agent_turn)
+        for concept in chosen:
+            concept.provenance = speaker_provenance(concept, by_seq, fallback)
+        source = SessionSource(
+            session_id=session_id,
+            message_from=first,
+            message_to=last,
+            provenance=fallback,
+            counts={
+                "turns": len(turns),
+                "turns_extracted": len(spoken),
+                "extraction_calls": calls,
+                "extracted": len(extracted),
+                "deduplicated": deduplicated,
+                "clamped": len(concepts) - len(chosen),
+                "by_provenance": _count_by(c.provenance.value for c in chosen if c.provenance),
+            },
+        )
+        result = self.admission().admit(tenant_id, chosen, source).stored  # type: ignore[misc]
+        metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
+        metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
+
+    def _extract(self, turns: list[Turn]) -> tuple[list[TurnConcept], int]:
+        """The whole log in one call when it fits the window; otherwise consecutive runs of turns,
+        each call given the labels already extracted (as for long documents, S4 step 3)."""
+        cfg, window = self.settings.conversation, self.settings.extraction.window_tokens
+        chunks: list[list[Turn]] = [[]]
+        size = 0
+        for turn in turns:
+            cost = estimate_tokens(turn.content) + 8
+            if chunks[-1] and size + cost > window:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(turn)
+            size += cost
+        if len(chunks) > self.settings.extraction.max_calls_per_document:
+            raise PermanentError(f"the conversation needs {len(chunks)} extraction calls; the limit is reached")
+        extractor = self.extractor()  # type: ignore[misc]
+        concepts: list[TurnConcept] = []
+        for chunk in chunks:
+            concepts.extend(
+                extractor.extract_conversation(
+                    chunk,
+                    known=[c.label for c in concepts],
+                    min_concepts=cfg.min_concepts,
+                    max_concepts=cfg.max_concepts,
+                )
+            )
+        return concepts, len(chunks)
+
+    def _clamp(self, concepts: list[TurnConcept]) -> list[TurnConcept]:
+        """At most ``max_concepts``: acceptable ones first, then the most important."""
+        cfg = self.settings.conversation
+        min_chars = self.settings.extraction.min_definition_chars
+        ranked = sorted(
+            concepts,
+            key=lambda c: (rejection_reason(c, min_definition_chars=min_chars) is not None, -int(c.importance)),
+        )
+        return ranked[: cfg.max_concepts]
+
+
+def _count_by(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for value in values:
+        out[value] = out.get(value, 0) + 1
+    return out

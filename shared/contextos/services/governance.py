@@ -1,0 +1,337 @@
+"""Governance of what gets in (S7) and the audit chain (S3): the trust gate, the review queue,
+manual memories, memory history and ``contextos audit verify``."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+from contextos.config import Settings
+from contextos.decay import decay_rate
+from contextos.embedding import Embedder
+from contextos.errors import BadRequest, Conflict, Forbidden
+from contextos.governance_models import (
+    AuditEntry,
+    AuditPage,
+    ChainProblem,
+    ChainReport,
+    HeldCandidate,
+    MemoryAdmission,
+    MemoryCreate,
+    MemoryHistory,
+    MemoryVersion,
+    ReviewItem,
+    ReviewOutcome,
+    ReviewPage,
+)
+from contextos.models import MemoryCandidate, Provenance
+from contextos.normalization import norm_key
+from contextos.observability import metrics
+from contextos.sources import ConceptSource, DocumentSource, SessionSource
+from contextos.store.governance import GovernanceStore
+from contextos.store.repository import MemoryStore
+from contextos.trust import cap_provenance, gate_trust, injection_signals
+
+GENESIS_HASH = "0" * 64
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class TrustGate:
+    """S7's trust gate: below the threshold a candidate is held for review and goes nowhere else."""
+
+    settings: Settings
+
+    def split(
+        self, candidates: Sequence[MemoryCandidate], *, source_text: str | None = None
+    ) -> tuple[list[MemoryCandidate], list[HeldCandidate]]:
+        """(admitted, held). A candidate's gate trust is its base trust, less the injection penalty
+        when its own text, or the source text it was drawn from, reads as instructions to an agent."""
+        cfg = self.settings.governance
+        source_signals = injection_signals([source_text or ""], cfg.injection_patterns)
+        admitted: list[MemoryCandidate] = []
+        held: list[HeldCandidate] = []
+        for c in candidates:
+            own = injection_signals([c.label, c.definition], cfg.injection_patterns)
+            signals = sorted(set(own) | {f"source_{s}" for s in source_signals})
+            trust = gate_trust(c.base_trust, signals, cfg)
+            if trust >= cfg.trust_threshold:
+                admitted.append(c)
+                continue
+            why = f"trust {trust:.2f} below {cfg.trust_threshold:.2f} ({c.provenance.value}"
+            why += ", instruction-like text)" if signals else ")"
+            held.append(HeldCandidate(candidate=c, trust=trust, reason=why, signals=signals))
+        if held:
+            metrics.add_metric(name="CandidatesHeld", unit="Count", value=len(held))
+        return admitted, held
+
+
+def _origin(row: dict, candidate: MemoryCandidate) -> ConceptSource | None:
+    """Where a held candidate came from, so its promoted memory's items point there."""
+    messages = row["candidate"].get("messages")
+    if row["document_id"]:
+        return DocumentSource(document_id=row["document_id"], provenance=candidate.provenance)
+    if row["session_id"] and messages:
+        return SessionSource(
+            session_id=row["session_id"],
+            message_from=messages[0],
+            message_to=messages[1],
+            provenance=candidate.provenance,
+        )
+    return None
+
+
+def require_user(kind: str) -> None:
+    """Review decisions belong to people: an agent's credential is refused."""
+    if kind != "user":
+        raise Forbidden("only a user credential can promote or reject a held candidate")
+
+
+def _cursor(parts: list[str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode()
+
+
+def _uncursor(cursor: str | None, size: int) -> list[str] | None:
+    if not cursor:
+        return None
+    try:
+        parts = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise BadRequest("the cursor is not one this API gave") from exc
+    if not isinstance(parts, list) or len(parts) != size:
+        raise BadRequest("the cursor is not one this API gave")
+    return [str(p) for p in parts]
+
+
+@dataclass
+class GovernanceService:
+    settings: Settings
+    store: MemoryStore
+    governance: GovernanceStore
+    embedder: Embedder
+
+    @property
+    def trust_gate(self) -> TrustGate:
+        return TrustGate(self.settings)
+
+    # -- manual memories -------------------------------------------------------------------
+    def create_memory(
+        self, tenant_id: str, request: MemoryCreate, *, actor: str, ceiling: Provenance
+    ) -> MemoryAdmission:
+        """A memory written by hand goes through the same gates as everything else."""
+        cfg = self.settings
+        provenance = cap_provenance(request.provenance or ceiling, ceiling, cfg.governance)
+        modifiers = cfg.extraction.generic_modifiers
+        key = norm_key(request.label, modifiers)
+        if not key:
+            raise BadRequest("the label has no words to key the memory by")
+        candidate = MemoryCandidate(
+            norm_key=key,
+            label=request.label.strip(),
+            definition=request.definition.strip(),
+            type=request.type.value,
+            importance=request.importance,
+            embedding=self.embedder.embed([f"{request.label}: {request.definition}"])[0],
+            decay_rate=decay_rate(request.importance, request.type.value, cfg.decay),
+            provenance=provenance,
+            base_trust=cfg.governance.trust_of(provenance),
+        )
+        admitted, held = self.trust_gate.split([candidate])
+        prejudged = self.store.prejudge(tenant_id, admitted)
+        with self.store.db.tenant_tx(tenant_id) as conn:
+            if held:
+                review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor)
+                return MemoryAdmission(
+                    status="held", review_id=review_ids[0], provenance=provenance, trust=held[0].trust
+                )
+            result, _ = self.store.admit(
+                conn, tenant_id, admitted, embedder_id=self.embedder.model_id, actor=actor, prejudged=prejudged
+            )
+            memory_id = result.memory_ids[0]
+            links = conn.execute(
+                """SELECT dst_id, type FROM relationships
+                   WHERE tenant_id = %s AND src_id = %s AND type IN ('supersedes', 'corroborates')""",
+                [tenant_id, memory_id],
+            ).fetchall()
+        self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
+        return MemoryAdmission(
+            status="admitted",
+            memory_id=memory_id,
+            provenance=provenance,
+            trust=candidate.base_trust,
+            superseded=sorted(r["dst_id"] for r in links if r["type"] == "supersedes"),
+            corroborated=sorted(r["dst_id"] for r in links if r["type"] == "corroborates"),
+        )
+
+    # -- the review queue ------------------------------------------------------------------
+    def review(self, tenant_id: str, *, status: str = "pending", cursor: str | None = None) -> ReviewPage:
+        if status not in ("pending", "promoted", "rejected"):
+            raise BadRequest("status must be pending, promoted or rejected")
+        limit = self.settings.governance.review_page_size
+        after = _uncursor(cursor, 2)
+        try:
+            key = (datetime.fromisoformat(after[0]), UUID(after[1])) if after else None
+        except ValueError as exc:
+            raise BadRequest("the cursor is not one this API gave") from exc
+        rows = self.governance.review_page(tenant_id, status=status, after=key, limit=limit)
+        items = [
+            ReviewItem(
+                id=r["id"],
+                label=r["candidate"].get("label", ""),
+                definition=r["candidate"].get("definition", ""),
+                type=r["candidate"].get("type", "fact"),
+                provenance=r["provenance"],
+                trust=r["trust"],
+                reason=r["reason"],
+                signals=r["candidate"].get("signals", []),
+                document_id=r["document_id"],
+                session_id=r["session_id"],
+                status=r["status"],
+                decided_by=r["decided_by"],
+                decided_at=r["decided_at"],
+                decision_reason=r["decision_reason"],
+                created_at=r["created_at"],
+            )
+            for r in rows
+        ]
+        last = rows[-1] if len(rows) == limit else None
+        return ReviewPage(
+            items=items, next_cursor=_cursor([last["created_at"].isoformat(), str(last["id"])]) if last else None
+        )
+
+    def promote(self, tenant_id: str, review_id: UUID, *, actor: str, kind: str, reason: str) -> ReviewOutcome:
+        """A user vouches for a held candidate: it then runs the normal admission path (merges and
+        the contradiction gate), in the same transaction as the decision and its audit row."""
+        require_user(kind)
+        with self.store.db.tenant_tx(tenant_id) as conn:
+            row = GovernanceStore.decide(conn, tenant_id, review_id, status="promoted", actor=actor, reason=reason)
+            if row is None:
+                self._not_pending(tenant_id, review_id)
+            payload = {k: v for k, v in row["candidate"].items() if k in MemoryCandidate.model_fields}
+            candidate = MemoryCandidate.model_validate(payload)
+            result, _ = self.store.admit(
+                conn,
+                tenant_id,
+                [candidate],
+                embedder_id=self.embedder.model_id,
+                source=_origin(row, candidate),
+                actor=actor,
+            )
+        self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
+        metrics.add_metric(name="CandidatesPromoted", unit="Count", value=1)
+        return ReviewOutcome(id=review_id, status="promoted", memory_ids=result.memory_ids, store=result)
+
+    def reject(self, tenant_id: str, review_id: UUID, *, actor: str, kind: str, reason: str) -> ReviewOutcome:
+        """Discard a held candidate for good: it never becomes a memory."""
+        require_user(kind)
+        with self.store.db.tenant_tx(tenant_id) as conn:
+            row = GovernanceStore.decide(conn, tenant_id, review_id, status="rejected", actor=actor, reason=reason)
+            if row is None:
+                self._not_pending(tenant_id, review_id)
+        metrics.add_metric(name="CandidatesRejected", unit="Count", value=1)
+        return ReviewOutcome(id=review_id, status="rejected")
+
+    def _not_pending(self, tenant_id: str, review_id: UUID) -> None:
+        status = self.governance.review_status(tenant_id, review_id)  # NotFound when it is not there
+        raise Conflict(f"review item {review_id} is already {status}")
+
+    # -- history and the audit log ---------------------------------------------------------
+    def history(self, tenant_id: str, memory_id: UUID) -> MemoryHistory:
+        versions, events = self.governance.history(tenant_id, memory_id)
+        return MemoryHistory(
+            memory_id=memory_id,
+            versions=[MemoryVersion.model_validate(v) for v in versions],
+            events=[AuditEntry.model_validate(e) for e in events],
+        )
+
+    def audit(self, tenant_id: str, *, cursor: str | None = None, memory_id: UUID | None = None) -> AuditPage:
+        limit = self.settings.governance.review_page_size
+        after = _uncursor(cursor, 1)
+        try:
+            after_seq = int(after[0]) if after else 0
+        except ValueError as exc:
+            raise BadRequest("the cursor is not one this API gave") from exc
+        rows = self.governance.audit_page(tenant_id, after=after_seq, limit=limit, memory_id=memory_id)
+        last = rows[-1] if len(rows) == limit else None
+        return AuditPage(
+            entries=[AuditEntry.model_validate(r) for r in rows],
+            next_cursor=_cursor([str(last["chain_seq"])]) if last else None,
+        )
+
+    def verify(self, tenant_id: str) -> ChainReport:
+        """Walk a tenant's chain in order and recompute every hash here, independently of the
+        database's trigger: an edited, deleted, re-ordered or inserted entry breaks it."""
+        page = self.settings.governance.audit_page_size
+        problems: list[ChainProblem] = [
+            ChainProblem(chain_seq=None, kind="unchained", detail=f"entry seq {r['seq']} has no place in the chain")
+            for r in self.governance.unchained(tenant_id)
+        ]
+        expected, prev_hash, entries, last = 1, GENESIS_HASH, 0, None
+        after = 0
+        while rows := self.governance.audit_page(tenant_id, after=after, limit=page):
+            for row in rows:
+                entries += 1
+                seq = row["chain_seq"]
+                if seq > expected:
+                    problems.append(
+                        ChainProblem(chain_seq=seq, kind="missing", detail=f"entries {expected}..{seq - 1} are gone")
+                    )
+                elif row["prev_hash"] != prev_hash:
+                    problems.append(
+                        ChainProblem(
+                            chain_seq=seq, kind="reordered", detail="does not follow the entry before it in the chain"
+                        )
+                    )
+                if entry_hash(row) != row["hash"]:
+                    problems.append(ChainProblem(chain_seq=seq, kind="edited", detail="its content does not match"))
+                expected, prev_hash, last = seq + 1, row["hash"], row
+            after = rows[-1]["chain_seq"]
+        head = self.governance.audit_head(tenant_id)
+        tail = (last["chain_seq"], last["hash"]) if last else None
+        if head is not None and tail != (head["chain_seq"], head["hash"]):
+            problems.append(
+                ChainProblem(
+                    chain_seq=head["chain_seq"],
+                    kind="head_mismatch",
+                    detail=f"the chain's head is entry {head['chain_seq']}, the last entry found is "
+                    f"{last['chain_seq'] if last else 'none'}",
+                )
+            )
+        return ChainReport(
+            tenant_id=tenant_id,
+            entries=entries,
+            ok=not problems,
+            head_seq=head["chain_seq"] if head else None,
+            problems=problems,
+        )
+
+    def verify_all(self, tenant_ids: Sequence[str] | None = None) -> list[ChainReport]:
+        return [self.verify(t) for t in (tenant_ids or self.governance.audit_tenants())]
+
+
+def canonical_entry(row: dict) -> str:
+    """The text migration 0011's ``audit_log_canonical`` hashes, rebuilt from stored columns."""
+    at: datetime = row["at"]
+    micros = (at - _EPOCH) // timedelta(microseconds=1)
+    fields = [
+        row["prev_hash"],
+        row["tenant_id"],
+        str(row["chain_seq"]),
+        str(row["id"]),
+        str(micros),
+        row["actor"],
+        row["action"],
+        str(row["memory_id"]) if row["memory_id"] is not None else None,
+        row["reason"],
+        row["details_text"],
+    ]
+    return "|".join("~" if f is None else f"{len(f.encode('utf-8'))}:{f}" for f in fields)
+
+
+def entry_hash(row: dict) -> str:
+    return hashlib.sha256(canonical_entry(row).encode("utf-8")).hexdigest()

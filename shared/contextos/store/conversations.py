@@ -1,0 +1,232 @@
+"""Sessions, messages and conversation flushes (S8): tenant-scoped, one statement where it can be.
+
+An append is one statement (session upsert + message insert). A flush moves a session's
+``flushed_through`` to its ``message_count`` and records the range in ``conversation_flushes``
+in the same transaction, under the session's row lock: whatever triggers race for a range
+(an end, the sweeper, two appends crossing the threshold), one of them claims it and the
+others find nothing left to claim.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from contextos.errors import NotFound, SessionEnded
+from contextos.store.db import Database
+from psycopg.types.json import Jsonb
+
+FLUSH_COLUMNS = "session_id, message_from, message_to, trigger, status, error, counts, attempts"
+
+
+class ConversationStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- chat time -------------------------------------------------------------------------
+    def append(self, tenant_id: str, session_id: str, *, role: str, content: str, provenance: str) -> dict:
+        """Buffer one message (creating the session on its first); never extracts anything.
+
+        Returns the message's seq and the session's counters. An ended session refuses it.
+        """
+        with self.db.tenant_tx(tenant_id) as conn:
+            row = conn.execute(
+                """WITH tenant AS (
+                       INSERT INTO tenants (tenant_id)
+                       SELECT %(tenant)s WHERE NOT EXISTS (SELECT 1 FROM tenants WHERE tenant_id = %(tenant)s)
+                       ON CONFLICT DO NOTHING
+                   ),
+                   s AS (
+                       INSERT INTO sessions AS s (tenant_id, id, message_count, last_message_at)
+                       VALUES (%(tenant)s, %(session)s, 1, now())
+                       ON CONFLICT (tenant_id, id) DO UPDATE
+                           SET message_count = s.message_count + 1, last_message_at = now()
+                           WHERE s.status = 'open'
+                       RETURNING s.message_count, s.flushed_through
+                   ),
+                   m AS (
+                       INSERT INTO messages (tenant_id, session_id, seq, role, content, provenance)
+                       SELECT %(tenant)s, %(session)s, s.message_count, %(role)s, %(content)s, %(provenance)s FROM s
+                       RETURNING seq
+                   )
+                   SELECT m.seq, s.message_count, s.flushed_through FROM m, s""",
+                {
+                    "tenant": tenant_id,
+                    "session": session_id,
+                    "role": role,
+                    "content": content,
+                    "provenance": provenance,
+                },
+            ).fetchone()
+        if row is None:
+            raise SessionEnded(f"session {session_id!r} has ended; start a new session")
+        return row
+
+    def recent_turns(self, tenant_id: str, session_id: str, limit: int) -> list[dict]:
+        """The last ``limit`` messages of a session, oldest first (an index range read)."""
+        if limit <= 0:
+            return []
+        with self.db.tenant_tx(tenant_id) as conn:
+            rows = conn.execute(
+                """SELECT seq, role, content, provenance FROM messages
+                   WHERE tenant_id = %s AND session_id = %s ORDER BY seq DESC LIMIT %s""",
+                [tenant_id, session_id, limit],
+            ).fetchall()
+        return rows[::-1]
+
+    # -- flushing --------------------------------------------------------------------------
+    def claim_flush(self, tenant_id: str, session_id: str, trigger: str, *, min_unflushed: int = 1) -> dict | None:
+        """Claim the session's unflushed range if it holds at least ``min_unflushed`` messages.
+
+        ``trigger == 'end'`` also ends the session (once; ending twice is harmless). Returns the
+        new flush row, or None when there is nothing (left) to claim.
+        """
+        with self.db.tenant_tx(tenant_id) as conn:
+            session = conn.execute(
+                """SELECT status, message_count, flushed_through FROM sessions
+                   WHERE tenant_id = %s AND id = %s FOR UPDATE""",
+                [tenant_id, session_id],
+            ).fetchone()
+            if session is None:
+                raise NotFound(f"session {session_id!r} not found")
+            if trigger == "end" and session["status"] == "open":
+                conn.execute(
+                    "UPDATE sessions SET status = 'ended', ended_at = now() WHERE tenant_id = %s AND id = %s",
+                    [tenant_id, session_id],
+                )
+            unflushed = session["message_count"] - session["flushed_through"]
+            if unflushed < max(min_unflushed, 1):
+                return None
+            conn.execute(
+                "UPDATE sessions SET flushed_through = %s WHERE tenant_id = %s AND id = %s",
+                [session["message_count"], tenant_id, session_id],
+            )
+            return conn.execute(
+                f"""INSERT INTO conversation_flushes (tenant_id, session_id, message_from, message_to, trigger)
+                    VALUES (%s, %s, %s, %s, %s)
+                    ON CONFLICT DO NOTHING
+                    RETURNING {FLUSH_COLUMNS}""",
+                [tenant_id, session_id, session["flushed_through"] + 1, session["message_count"], trigger],
+            ).fetchone()
+
+    def claim_idle(self, tenant_id: str, *, idle_s: int, limit: int) -> list[dict]:
+        """Claim the unflushed range of every open session idle for ``idle_s``: one statement.
+
+        Sessions another transaction holds right now (an end, an append) are skipped: that one
+        decides, and a session skipped while active is no longer idle anyway.
+        """
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                f"""WITH idle AS (
+                        SELECT id, flushed_through, message_count FROM sessions
+                        WHERE tenant_id = %(tenant)s AND status = 'open' AND message_count > flushed_through
+                          AND last_message_at < now() - %(idle)s::interval
+                        ORDER BY last_message_at
+                        LIMIT %(limit)s
+                        FOR UPDATE SKIP LOCKED
+                    ),
+                    moved AS (
+                        UPDATE sessions AS s SET flushed_through = idle.message_count
+                        FROM idle
+                        WHERE s.tenant_id = %(tenant)s AND s.id = idle.id
+                        RETURNING s.id, idle.flushed_through + 1 AS message_from, idle.message_count AS message_to
+                    )
+                    INSERT INTO conversation_flushes (tenant_id, session_id, message_from, message_to, trigger)
+                    SELECT %(tenant)s, id, message_from, message_to, 'idle' FROM moved
+                    ON CONFLICT DO NOTHING
+                    RETURNING {FLUSH_COLUMNS}""",
+                {"tenant": tenant_id, "idle": timedelta(seconds=idle_s), "limit": limit},
+            ).fetchall()
+
+    def mark_enqueued(self, tenant_id: str, session_id: str, message_from: int) -> None:
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute(
+                """UPDATE conversation_flushes SET status = 'queued', enqueued_at = now(), updated_at = now()
+                   WHERE tenant_id = %s AND session_id = %s AND message_from = %s AND status = 'pending'""",
+                [tenant_id, session_id, message_from],
+            )
+
+    def mark_enqueued_many(self, tenant_id: str, ranges: list[tuple[str, int]]) -> None:
+        """Record that (session, first message) ranges were sent now, in one statement."""
+        if not ranges:
+            return
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute(
+                """UPDATE conversation_flushes AS f SET status = 'queued', enqueued_at = now(), updated_at = now()
+                   FROM unnest(%s::text[], %s::int[]) AS r(session_id, message_from)
+                   WHERE f.tenant_id = %s AND f.session_id = r.session_id AND f.message_from = r.message_from
+                     AND f.status IN ('pending', 'queued')""",
+                [[r[0] for r in ranges], [r[1] for r in ranges], tenant_id],
+            )
+
+    def unsent_flushes(self, tenant_id: str, *, older_than_s: int, requeue_after_s: int, limit: int) -> list[dict]:
+        """Claimed flushes whose queue message was never sent (the sender died after the claim), and
+        sent ones nobody has touched for ``requeue_after_s`` (their message was lost or dead-lettered)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                f"""SELECT {FLUSH_COLUMNS} FROM conversation_flushes
+                    WHERE tenant_id = %s
+                      AND ((status = 'pending' AND updated_at < now() - %s::interval)
+                           OR (status = 'queued' AND updated_at < now() - %s::interval))
+                    ORDER BY updated_at LIMIT %s""",
+                [tenant_id, timedelta(seconds=older_than_s), timedelta(seconds=requeue_after_s), limit],
+            ).fetchall()
+
+    # -- the conversation function ---------------------------------------------------------
+    def claim_job(self, tenant_id: str, session_id: str, message_from: int, *, stale_after_s: int) -> dict | None:
+        """Take a flush for processing; None when it is done, failed, or held by a live worker."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                f"""UPDATE conversation_flushes
+                    SET status = 'processing', attempts = attempts + 1, updated_at = now()
+                    WHERE tenant_id = %s AND session_id = %s AND message_from = %s
+                      AND (status IN ('pending', 'queued')
+                           OR (status = 'processing' AND updated_at < now() - %s::interval))
+                    RETURNING {FLUSH_COLUMNS}""",
+                [tenant_id, session_id, message_from, timedelta(seconds=stale_after_s)],
+            ).fetchone()
+
+    def release_job(self, tenant_id: str, session_id: str, message_from: int, reason: str) -> None:
+        """Hand a flush back after a transient failure, for the queue's retry."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute(
+                """UPDATE conversation_flushes SET status = 'queued', error = %s, updated_at = now()
+                   WHERE tenant_id = %s AND session_id = %s AND message_from = %s AND status = 'processing'""",
+                [reason[:1000], tenant_id, session_id, message_from],
+            )
+
+    def fail_job(
+        self, tenant_id: str, session_id: str, message_from: int, reason: str, counts: dict | None = None
+    ) -> None:
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute(
+                """UPDATE conversation_flushes SET status = 'failed', error = %s, counts = counts || %s,
+                          updated_at = now()
+                   WHERE tenant_id = %s AND session_id = %s AND message_from = %s AND status <> 'done'""",
+                [reason[:1000], Jsonb(counts or {}), tenant_id, session_id, message_from],
+            )
+
+    def turns(self, tenant_id: str, session_id: str, message_from: int, message_to: int) -> list[dict]:
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """SELECT seq, role, content, provenance FROM messages
+                   WHERE tenant_id = %s AND session_id = %s AND seq BETWEEN %s AND %s ORDER BY seq""",
+                [tenant_id, session_id, message_from, message_to],
+            ).fetchall()
+
+    # -- reading ---------------------------------------------------------------------------
+    def get_session(self, tenant_id: str, session_id: str) -> dict[str, Any]:
+        with self.db.tenant_tx(tenant_id) as conn:
+            session = conn.execute(
+                """SELECT id, status, message_count, flushed_through, last_message_at, ended_at, created_at
+                   FROM sessions WHERE tenant_id = %s AND id = %s""",
+                [tenant_id, session_id],
+            ).fetchone()
+            if session is None:
+                raise NotFound(f"session {session_id!r} not found")
+            flushes = conn.execute(
+                f"""SELECT {FLUSH_COLUMNS} FROM conversation_flushes
+                    WHERE tenant_id = %s AND session_id = %s ORDER BY message_from""",
+                [tenant_id, session_id],
+            ).fetchall()
+        return session | {"flushes": flushes}

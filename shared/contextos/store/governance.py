@@ -1,0 +1,521 @@
+"""Governance in the store (S7, S3): the review queue, the contradiction gate, history and the audit chain.
+
+The contradiction gate runs inside the admission transaction, under the tenant's row lock
+(``MemoryStore._lock_tenant``): the memories it compares with cannot change under it, and two
+concurrent admissions of contradicting statements are judged one after the other, so the one
+admitted later (the higher ingestion sequence) always wins and exactly one stays active.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from contextos.config import GovernanceSettings
+from contextos.errors import NotFound, PermanentError
+from contextos.governance_models import HeldCandidate
+from contextos.judge import Judge, Judgement, Verdict
+from contextos.models import MemoryCandidate
+from contextos.store.db import Database
+from pgvector import Vector
+from psycopg.types.json import Jsonb
+
+# (candidate index, memory id, the memory's text as judged) → (judgement, the judge failed)
+JudgementCache = dict[tuple[int, UUID, str], tuple[Judgement, bool]]
+
+
+def _premise(row: dict) -> str:
+    """The stored statement as the judge sees it (OLDER)."""
+    return f"{row['label']}: {row['definition']}"
+
+
+def write_audit(conn: Any, tenant_id: str, entries: Sequence[dict]) -> None:
+    """Append audit rows in one statement (the database chains them: migration 0011)."""
+    if not entries:
+        return
+    conn.execute(
+        """INSERT INTO audit_log (tenant_id, actor, action, memory_id, reason, details)
+           SELECT %s, a, c, m, r, d FROM unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::jsonb[])
+               AS t(a, c, m, r, d)""",
+        [
+            tenant_id,
+            [e["actor"] for e in entries],
+            [e["action"] for e in entries],
+            [e.get("memory_id") for e in entries],
+            [e.get("reason") for e in entries],
+            [Jsonb(e.get("details") or {}) for e in entries],
+        ],
+    )
+
+
+@dataclass
+class GateOutcome:
+    """What the contradiction gate decided for one admission batch."""
+
+    # candidate index → ids of the memories it supersedes / corroborates
+    supersedes: dict[int, list[UUID]] = field(default_factory=dict)
+    corroborates: dict[int, list[UUID]] = field(default_factory=dict)
+    judgements: dict[tuple[int, UUID], Judgement] = field(default_factory=dict)
+    keys: dict[UUID, str] = field(default_factory=dict)  # norm_key of every memory judged against
+    judged: int = 0
+    judged_under_lock: int = 0  # pairs prejudge had not seen (or that changed since)
+    judge_failures: int = 0
+
+    @property
+    def superseded_ids(self) -> list[UUID]:
+        return sorted({m for ids in self.supersedes.values() for m in ids})
+
+
+@dataclass
+class ContradictionGate:
+    """Each admitted candidate against its top-k nearest active memories (S7), through the ``Judge``."""
+
+    judge: Judge
+    settings: GovernanceSettings
+    prejudges: bool = True  # judge outside the lock first (worth it for slow judges only)
+
+    def prejudge(self, db: Database, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache:
+        """Outside the tenant lock: judge each candidate against its neighbours as they are now.
+        Under the lock, ``judge_batch`` then calls the judge only for pairs that appeared or changed
+        meanwhile, so slow judges (Bedrock) do not hold a tenant's admissions up."""
+        if not candidates:
+            return {}
+        with db.tenant_tx(tenant_id) as conn:
+            row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
+            hot = int(row["hot_memories"]) if row else 0
+            if not hot:
+                return {}
+            keys = [c.norm_key for c in candidates]
+            pairs = [(r["idx"], r) for r in self._neighbours(conn, tenant_id, candidates, keys, hot, db.dialect.name)]
+        judged = self._judge_pairs(candidates, pairs)
+        return {(idx, row["id"], _premise(row)): verdict for (idx, row), verdict in zip(pairs, judged, strict=True)}
+
+    def judge_batch(
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: Sequence[str],
+        *,
+        hot_memories: int,
+        dialect: str = "postgres",
+        cache: JudgementCache | None = None,
+    ) -> GateOutcome:
+        """Judge every candidate against its nearest active memories (and the memory its key would
+        merge into). Runs under the tenant lock, before the upsert, so the batch's own new memories
+        are not compared; pairs judged by ``prejudge`` on the same texts are not asked again."""
+        outcome = GateOutcome()
+        if not candidates or hot_memories == 0:
+            return outcome
+        cache = cache or {}
+        neighbours = self._neighbours(conn, tenant_id, candidates, final_keys, hot_memories, dialect)
+        pairs = [(row["idx"], row) for row in neighbours]
+        if not pairs:
+            return outcome
+        todo = [p for p in pairs if (p[0], p[1]["id"], _premise(p[1])) not in cache]
+        fresh = dict(zip((id(p) for p in todo), self._judge_pairs(candidates, todo), strict=True))
+        outcome.judged, outcome.judged_under_lock = len(pairs), len(todo)
+        claimed: set[UUID] = set()
+        for pair in pairs:
+            idx, row = pair
+            verdict = fresh.get(id(pair)) or cache[(idx, row["id"], _premise(row))]
+            judgement, failed = verdict
+            outcome.judge_failures += int(failed)
+            memory_id = row["id"]
+            outcome.keys[memory_id] = row["norm_key"]
+            outcome.judgements[(idx, memory_id)] = judgement
+            if judgement.verdict is Verdict.contradiction and memory_id not in claimed:
+                claimed.add(memory_id)  # the first candidate (batch order) to contradict it supersedes it
+                outcome.supersedes.setdefault(idx, []).append(memory_id)
+            elif judgement.verdict is Verdict.entailment and row["norm_key"] != final_keys[idx]:
+                outcome.corroborates.setdefault(idx, []).append(memory_id)  # a merge is corroboration enough
+        return outcome
+
+    def _judge_pairs(
+        self, candidates: Sequence[MemoryCandidate], pairs: Sequence[tuple[int, dict]]
+    ) -> list[tuple[Judgement, bool]]:
+        """(judgement, failed) per pair, up to ``judge_concurrency`` calls in flight. An answer the
+        judge got wrong in shape counts as neutral (nothing is superseded on a malformed verdict);
+        an outage (TransientError) propagates, so the queue retries the admission."""
+
+        def run(pair: tuple[int, dict]) -> tuple[Judgement, bool]:
+            idx, row = pair
+            c = candidates[idx]
+            try:
+                return self.judge.judge(
+                    _premise(row), f"{c.label}: {c.definition}", similarity=float(row["similarity"])
+                ), False
+            except PermanentError:
+                return Judgement(
+                    verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable"
+                ), True
+
+        workers = max(1, min(self.settings.judge_concurrency, len(pairs)))
+        if workers == 1:
+            return [run(p) for p in pairs]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(run, pairs))
+
+    def _neighbours(
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: Sequence[str],
+        hot_memories: int,
+        dialect: str,
+    ) -> list[dict]:
+        """Per candidate: its top-k nearest active memories at or above the similarity floor, plus the
+        active memory holding its final key (what it would merge into).
+
+        A small tenant is scanned exactly. A large one takes the ANN top-k over the indexed segment
+        and the exact top-k over the fresh one (as retrieval does); pgvector 0.6 filters ANN results
+        after the index scan (FIELD-NOTES), so a candidate that got fewer than k rows back while the
+        tenant holds more is asked again exactly."""
+        cfg = self.settings
+        k = cfg.contradiction_top_k
+        params = {
+            "tenant": tenant_id,
+            "idx": list(range(len(candidates))),
+            "embs": [Vector(c.embedding) for c in candidates],
+            "keys": list(final_keys),
+            "k": k,
+        }
+        exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
+        if exact:
+            rows = self._nearest(conn, params, exact=dialect == "postgres")
+        else:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(cfg.contradiction_ef_search), k)}")
+            rows = self._nearest(conn, params, exact=False, segmented=True)
+            got: dict[int, int] = {}
+            for row in rows:
+                got[row["idx"]] = got.get(row["idx"], 0) + (0 if row["key_match"] else 1)
+            short = [i for i in params["idx"] if got.get(i, 0) < min(k, hot_memories)]
+            if short:
+                again = params | {
+                    "idx": short,
+                    "embs": [params["embs"][i] for i in short],
+                    "keys": [params["keys"][i] for i in short],
+                }
+                rows = [r for r in rows if r["idx"] not in set(short)] + self._nearest(conn, again, exact=True)
+        best: dict[tuple[int, UUID], dict] = {}
+        for row in rows:
+            if row["similarity"] < cfg.contradiction_similarity_floor and not row["key_match"]:
+                continue
+            key = (row["idx"], row["id"])
+            if key not in best or row["similarity"] > best[key]["similarity"]:
+                best[key] = row
+        return sorted(best.values(), key=lambda r: (r["idx"], -r["similarity"], r["ingest_seq"]))
+
+    @staticmethod
+    def _nearest(conn: Any, params: dict, *, exact: bool, segmented: bool = False) -> list[dict]:
+        """The k nearest active memories of each probe (one statement for the batch), and the active
+        memory holding each probe's key, with their cosine to the probe."""
+        if segmented:
+            nearest = """SELECT memory_id, min(distance) AS distance FROM (
+                             (SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
+                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                              ORDER BY v.embedding <=> p.embedding LIMIT %(k)s)
+                             UNION ALL
+                             (SELECT v.memory_id, v.embedding <=> p.embedding FROM memory_vectors v
+                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
+                              ORDER BY v.embedding <=> p.embedding LIMIT %(k)s)
+                         ) segments GROUP BY memory_id ORDER BY min(distance) LIMIT %(k)s"""
+        else:
+            nearest = """SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
+                         WHERE v.tenant_id = %(tenant)s AND v.searchable
+                         ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")  # exact: never short (FIELD-NOTES)
+        try:
+            return conn.execute(
+                f"""WITH probe AS (
+                       SELECT * FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[])
+                           AS t(idx, embedding, final_key)
+                   ),
+                   found AS (
+                       SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
+                       FROM probe p CROSS JOIN LATERAL ({nearest}) n
+                       UNION ALL
+                       SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true
+                       FROM probe p
+                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.state = 'active' AND m.norm_key = p.final_key
+                       LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                   )
+                   SELECT f.idx, m.id, m.norm_key, m.label, m.definition, m.ingest_seq, f.similarity, f.key_match
+                   FROM found f
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = f.memory_id AND m.state = 'active'""",
+                params,
+            ).fetchall()
+        finally:
+            if exact:
+                conn.execute("SET LOCAL enable_indexscan = on")
+
+    @staticmethod
+    def close_superseded(conn: Any, tenant_id: str, outcome: GateOutcome) -> None:
+        """Before the upsert: the contradicted memories stop being active (freeing their keys) and
+        their validity closes now, which is the newer memory's valid_from (one transaction, one now())."""
+        ids = outcome.superseded_ids
+        if not ids:
+            return
+        conn.execute(
+            """UPDATE memories SET state = 'superseded', valid_to = now(), superseded_at = now(), updated_at = now()
+               WHERE tenant_id = %s AND id = ANY(%s) AND state = 'active'""",
+            [tenant_id, ids],
+        )
+        conn.execute(
+            "UPDATE memory_vectors SET searchable = false WHERE tenant_id = %s AND memory_id = ANY(%s)",
+            [tenant_id, ids],
+        )
+        conn.execute(
+            "UPDATE tenants SET hot_memories = GREATEST(hot_memories - %s, 0) WHERE tenant_id = %s",
+            [len(ids), tenant_id],
+        )
+
+    def link(
+        self,
+        conn: Any,
+        tenant_id: str,
+        outcome: GateOutcome,
+        new_ids: Sequence[UUID],
+        *,
+        actor: str,
+    ) -> None:
+        """After the upsert: pointers forward, ``supersedes`` and ``corroborates`` edges, audit rows."""
+        sup = [(new_ids[i], old) for i, olds in sorted(outcome.supersedes.items()) for old in olds]
+        cor = [(new_ids[i], old) for i, olds in sorted(outcome.corroborates.items()) for old in olds]
+        if sup:
+            conn.execute(
+                """UPDATE memories m SET superseded_by = s.new_id
+                   FROM unnest(%s::uuid[], %s::uuid[]) AS s(new_id, old_id)
+                   WHERE m.tenant_id = %s AND m.id = s.old_id""",
+                [[n for n, _ in sup], [o for _, o in sup], tenant_id],
+            )
+        edges = [(n, o, "supersedes") for n, o in sup] + [(n, o, "corroborates") for n, o in cor]
+        if edges:
+            conn.execute(
+                """INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
+                   SELECT %s, s, d, t, 1.0 FROM unnest(%s::uuid[], %s::uuid[], %s::text[]) AS e(s, d, t)
+                   WHERE s <> d
+                   ON CONFLICT (tenant_id, src_id, dst_id, type) DO UPDATE SET updated_at = now()""",
+                [tenant_id, [e[0] for e in edges], [e[1] for e in edges], [e[2] for e in edges]],
+            )
+        index_of = {(new_ids[i], old): i for i, olds in outcome.supersedes.items() for old in olds}
+        index_of |= {(new_ids[i], old): i for i, olds in outcome.corroborates.items() for old in olds}
+        entries = []
+        for new_id, old_id, kind in edges:
+            judgement = outcome.judgements.get((index_of[(new_id, old_id)], old_id))
+            entries.append(
+                {
+                    "actor": actor,
+                    "action": "superseded" if kind == "supersedes" else "corroborated",
+                    "memory_id": old_id,
+                    "reason": judgement.reason if judgement else None,
+                    "details": {
+                        "by": str(new_id),
+                        "judge": getattr(self.judge, "model_id", "unknown"),
+                        "confidence": judgement.confidence if judgement else None,
+                    },
+                }
+            )
+        write_audit(conn, tenant_id, entries)
+
+
+@dataclass
+class GovernanceStore:
+    """The review queue, memory history and the audit chain's reads."""
+
+    db: Database
+
+    # -- the review queue ------------------------------------------------------------------
+    @staticmethod
+    def hold(
+        conn: Any,
+        tenant_id: str,
+        held: Sequence[HeldCandidate],
+        *,
+        actor: str,
+        document_id: UUID | None = None,
+        session_id: str | None = None,
+        messages: tuple[int, int] | None = None,
+    ) -> list[UUID]:
+        """Put held candidates in the review queue (and nowhere else), each audit-logged.
+        ``messages``: the conversation range they came from, kept so a promotion points there."""
+        if not held:
+            return []
+        rows = conn.execute(
+            """INSERT INTO review_queue (tenant_id, candidate, provenance, trust, reason, document_id, session_id)
+               SELECT %s, c, p, t, r, %s, %s FROM unnest(%s::jsonb[], %s::text[], %s::float8[], %s::text[])
+                   WITH ORDINALITY AS h(c, p, t, r, n)
+               ORDER BY n
+               RETURNING id""",
+            [
+                tenant_id,
+                document_id,
+                session_id,
+                [
+                    Jsonb(
+                        h.candidate.model_dump(mode="json")
+                        | {"signals": h.signals}
+                        | ({"messages": list(messages)} if messages else {})
+                    )
+                    for h in held
+                ],
+                [h.candidate.provenance.value for h in held],
+                [h.trust for h in held],
+                [h.reason for h in held],
+            ],
+        ).fetchall()
+        ids = [r["id"] for r in rows]
+        write_audit(
+            conn,
+            tenant_id,
+            [
+                {
+                    "actor": actor,
+                    "action": "held",
+                    "reason": h.reason,
+                    "details": {
+                        "review_id": str(review_id),
+                        "provenance": h.candidate.provenance.value,
+                        "trust": h.trust,
+                        "signals": h.signals,
+                        **({"document_id": str(document_id)} if document_id else {}),
+                        **({"session_id": session_id} if session_id else {}),
+                    },
+                }
+                for h, review_id in zip(held, ids, strict=True)
+            ],
+        )
+        return ids
+
+    def review_page(
+        self, tenant_id: str, *, status: str, after: tuple[datetime, UUID] | None, limit: int
+    ) -> list[dict]:
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """SELECT id, candidate, provenance, trust, reason, document_id, session_id, status, decided_by,
+                          decided_at, decision_reason, created_at
+                   FROM review_queue
+                   WHERE tenant_id = %(tenant)s AND status = %(status)s
+                     AND (%(after_at)s::timestamptz IS NULL OR (created_at, id) > (%(after_at)s, %(after_id)s::uuid))
+                   ORDER BY created_at, id
+                   LIMIT %(limit)s""",
+                {
+                    "tenant": tenant_id,
+                    "status": status,
+                    "after_at": after[0] if after else None,
+                    "after_id": after[1] if after else None,
+                    "limit": limit,
+                },
+            ).fetchall()
+
+    @staticmethod
+    def decide(conn: Any, tenant_id: str, review_id: UUID, *, status: str, actor: str, reason: str) -> dict | None:
+        """Move a pending item to promoted or rejected; None when it is not pending (or not there)."""
+        row = conn.execute(
+            """UPDATE review_queue SET status = %s, decided_by = %s, decided_at = now(), decision_reason = %s
+               WHERE tenant_id = %s AND id = %s AND status = 'pending'
+               RETURNING id, candidate, provenance, trust, document_id, session_id""",
+            [status, actor, reason, tenant_id, review_id],
+        ).fetchone()
+        if row:
+            write_audit(
+                conn,
+                tenant_id,
+                [
+                    {
+                        "actor": actor,
+                        "action": status,
+                        "reason": reason,
+                        "details": {"review_id": str(review_id), "provenance": row["provenance"]},
+                    }
+                ],
+            )
+        return row
+
+    def review_status(self, tenant_id: str, review_id: UUID) -> str:
+        with self.db.tenant_tx(tenant_id) as conn:
+            row = conn.execute(
+                "SELECT status FROM review_queue WHERE tenant_id = %s AND id = %s", [tenant_id, review_id]
+            ).fetchone()
+        if not row:
+            raise NotFound(f"review item {review_id} not found")
+        return row["status"]
+
+    # -- history ---------------------------------------------------------------------------
+    def history(self, tenant_id: str, memory_id: UUID) -> tuple[list[dict], list[dict]]:
+        """The supersession chain through a memory (predecessors and successors), oldest first, and
+        every audit entry about any version in it."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM memories WHERE tenant_id = %s AND id = %s", [tenant_id, memory_id]
+            ).fetchone()
+            if not found:
+                raise NotFound(f"memory {memory_id} not found")
+            versions = conn.execute(
+                """WITH RECURSIVE back(id, depth) AS (
+                       SELECT %(id)s::uuid, 0
+                       UNION
+                       SELECT m.id, b.depth + 1 FROM back b
+                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.superseded_by = b.id
+                       WHERE b.depth < 1000
+                   ),
+                   fwd(id, depth) AS (
+                       SELECT %(id)s::uuid, 0
+                       UNION
+                       SELECT m.superseded_by, f.depth + 1 FROM fwd f
+                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = f.id
+                       WHERE m.superseded_by IS NOT NULL AND f.depth < 1000
+                   )
+                   SELECT m.id, m.label, m.definition, m.state, m.provenance, m.base_trust, m.valid_from, m.valid_to,
+                          m.recorded_at, m.superseded_at, m.superseded_by, m.ingest_seq
+                   FROM memories m
+                   WHERE m.tenant_id = %(tenant)s AND m.id IN (SELECT id FROM back UNION SELECT id FROM fwd)
+                   ORDER BY m.valid_from, m.ingest_seq""",
+                {"tenant": tenant_id, "id": memory_id},
+            ).fetchall()
+            events = conn.execute(
+                """SELECT chain_seq, at, actor, action, memory_id, reason, details FROM audit_log
+                   WHERE tenant_id = %s AND (memory_id = ANY(%s) OR details->>'by' = ANY(%s))
+                   ORDER BY chain_seq""",
+                [tenant_id, [v["id"] for v in versions], [str(v["id"]) for v in versions]],
+            ).fetchall()
+        return versions, events
+
+    # -- the audit chain -------------------------------------------------------------------
+    def audit_page(self, tenant_id: str, *, after: int, limit: int, memory_id: UUID | None = None) -> list[dict]:
+        """Entries in chain order after ``after`` (keyset), with the columns the hash covers."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """SELECT tenant_id, seq, chain_seq, id, at, actor, action, memory_id, reason, details,
+                          details::text AS details_text, prev_hash, hash
+                   FROM audit_log
+                   WHERE tenant_id = %(tenant)s AND COALESCE(chain_seq, 0) > %(after)s
+                     AND (%(memory)s::uuid IS NULL OR memory_id = %(memory)s::uuid)
+                   ORDER BY chain_seq NULLS FIRST, seq
+                   LIMIT %(limit)s""",
+                {"tenant": tenant_id, "after": after, "limit": limit, "memory": memory_id},
+            ).fetchall()
+
+    def unchained(self, tenant_id: str) -> list[dict]:
+        """Rows that carry no place in the chain (written around the trigger)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                "SELECT seq, id FROM audit_log WHERE tenant_id = %s AND chain_seq IS NULL ORDER BY seq", [tenant_id]
+            ).fetchall()
+
+    def audit_head(self, tenant_id: str) -> dict | None:
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                "SELECT chain_seq, hash FROM audit_chain_heads WHERE tenant_id = %s", [tenant_id]
+            ).fetchone()
+
+    def audit_tenants(self) -> list[str]:
+        """Every tenant (the tenants table has no row-level security)."""
+        with self.db.system_tx() as conn:
+            return [r["tenant_id"] for r in conn.execute("SELECT tenant_id FROM tenants ORDER BY tenant_id")]

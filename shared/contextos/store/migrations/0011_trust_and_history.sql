@@ -1,0 +1,151 @@
+-- 0011 (PostgreSQL): governance of what gets in (S7) and a tamper-evident audit log (S3).
+
+-- Bi-temporal history. valid_from / valid_to say when a memory was true; recorded_at says when we
+-- learned it; superseded_at says when we stopped believing it (the transaction time of the
+-- supersession). "What did we believe at T" (as_of) is recorded_at <= T and not superseded by T.
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS superseded_at timestamptz;
+CREATE INDEX IF NOT EXISTS memories_superseded_by
+    ON memories (tenant_id, superseded_by) WHERE superseded_by IS NOT NULL;
+
+-- The review queue: pending candidates are listed oldest first, page by page.
+CREATE INDEX IF NOT EXISTS review_queue_pending
+    ON review_queue (tenant_id, created_at, id) WHERE status = 'pending';
+
+-- The hash chain. Every audit row carries its place in its tenant's chain (chain_seq, 1, 2, …),
+-- the previous entry's hash and its own: sha256 over the previous hash and the row's canonical
+-- text. A BEFORE INSERT trigger fills them, serialized per tenant through the head row below, so
+-- every writer (plain INSERTs anywhere in the code) is chained without knowing about it.
+ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS chain_seq bigint;
+CREATE UNIQUE INDEX IF NOT EXISTS audit_log_chain ON audit_log (tenant_id, chain_seq);
+
+CREATE TABLE IF NOT EXISTS audit_chain_heads (
+    tenant_id  text PRIMARY KEY,
+    chain_seq  bigint NOT NULL,
+    hash       text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+ALTER TABLE audit_chain_heads ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS tenant_isolation ON audit_chain_heads;
+CREATE POLICY tenant_isolation ON audit_chain_heads
+    USING (tenant_id = current_setting('app.tenant_id', true));
+-- The application role only reads heads; the trigger (SECURITY DEFINER) moves them.
+GRANT SELECT ON audit_chain_heads TO contextos_app;
+
+-- The canonical text of an entry: each field length-prefixed ("<octets>:<value>", "~" for NULL)
+-- and joined by "|", so no two different rows share a text. The time is in epoch microseconds
+-- and details is the server's own jsonb rendering; `contextos audit verify` rebuilds the same
+-- text in Python from the stored columns and recomputes every hash independently of this code.
+CREATE OR REPLACE FUNCTION audit_log_canonical(
+    prev_hash text, tenant_id text, chain_seq bigint, id uuid, at timestamptz, actor text, action text,
+    memory_id uuid, reason text, details jsonb
+) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = public, pg_temp
+AS $fn$
+    SELECT string_agg(CASE WHEN f IS NULL THEN '~' ELSE octet_length(f)::text || ':' || f END, '|' ORDER BY n)
+    FROM unnest(ARRAY[
+        prev_hash, tenant_id, chain_seq::text, id::text, ((extract(epoch FROM at) * 1000000)::bigint)::text,
+        actor, action, memory_id::text, reason, details::text
+    ]) WITH ORDINALITY AS t(f, n)
+$fn$;
+
+CREATE OR REPLACE FUNCTION audit_log_chain() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $fn$
+DECLARE
+    head_seq  bigint;
+    head_hash text;
+BEGIN
+    -- The head row's lock serializes one tenant's writers until commit; a rollback leaves it as it was.
+    INSERT INTO audit_chain_heads AS h (tenant_id, chain_seq, hash)
+    VALUES (NEW.tenant_id, 0, repeat('0', 64))
+    ON CONFLICT (tenant_id) DO UPDATE SET updated_at = now()
+    RETURNING h.chain_seq, h.hash INTO head_seq, head_hash;
+    NEW.chain_seq := head_seq + 1;
+    NEW.prev_hash := head_hash;
+    NEW.at := COALESCE(NEW.at, now());
+    NEW.details := COALESCE(NEW.details, '{}'::jsonb);
+    NEW.hash := encode(sha256(convert_to(audit_log_canonical(
+        NEW.prev_hash, NEW.tenant_id, NEW.chain_seq, NEW.id, NEW.at, NEW.actor, NEW.action,
+        NEW.memory_id, NEW.reason, NEW.details), 'UTF8')), 'hex');
+    UPDATE audit_chain_heads SET chain_seq = NEW.chain_seq, hash = NEW.hash, updated_at = now()
+    WHERE tenant_id = NEW.tenant_id;
+    RETURN NEW;
+END
+$fn$;
+REVOKE ALL ON FUNCTION audit_log_chain() FROM PUBLIC;
+
+DROP TRIGGER IF EXISTS audit_log_chain ON audit_log;
+CREATE TRIGGER audit_log_chain BEFORE INSERT ON audit_log
+    FOR EACH ROW EXECUTE FUNCTION audit_log_chain();
+
+-- Chain the rows written before this migration, per tenant in insertion order (a one-time loop;
+-- the append-only trigger is lifted for the length of this transaction only).
+ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update;
+DO $$
+DECLARE
+    r         record;
+    last_t    text := NULL;
+    last_seq  bigint;
+    last_hash text;
+    new_hash  text;
+BEGIN
+    FOR r IN SELECT * FROM audit_log WHERE chain_seq IS NULL ORDER BY tenant_id, seq LOOP
+        IF last_t IS DISTINCT FROM r.tenant_id THEN
+            last_t := r.tenant_id;
+            last_seq := 0;
+            last_hash := repeat('0', 64);
+        END IF;
+        last_seq := last_seq + 1;
+        new_hash := encode(sha256(convert_to(audit_log_canonical(
+            last_hash, r.tenant_id, last_seq, r.id, r.at, r.actor, r.action, r.memory_id, r.reason, r.details),
+            'UTF8')), 'hex');
+        UPDATE audit_log SET chain_seq = last_seq, prev_hash = last_hash, hash = new_hash
+        WHERE tenant_id = r.tenant_id AND seq = r.seq;
+        INSERT INTO audit_chain_heads (tenant_id, chain_seq, hash) VALUES (r.tenant_id, last_seq, new_hash)
+        ON CONFLICT (tenant_id) DO UPDATE SET chain_seq = EXCLUDED.chain_seq, hash = EXCLUDED.hash;
+        last_hash := new_hash;
+    END LOOP;
+END
+$$;
+ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update;
+
+-- Text search as of a past time (S7 as_of): the 0008 function's plan with the belief predicate
+-- instead of "active", for the same reason 0008 exists (the GIN index is usable only here).
+CREATE OR REPLACE FUNCTION contextos_text_search_as_of(
+    phrase text, any_terms text, k integer, cap integer, as_of timestamptz
+)
+RETURNS TABLE (id uuid, rank real, label_match boolean)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $fn$
+    WITH q AS (
+        SELECT websearch_to_tsquery('english', phrase) AS phrase_q,
+               COALESCE(to_tsquery('english', any_terms), ''::tsquery) AS any_q,
+               lower(phrase) AS lower_phrase,
+               NULLIF(current_setting('app.tenant_id', true), '') AS tenant
+    ),
+    hits AS MATERIALIZED (
+        (SELECT m.id FROM memories m, q
+         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state <> 'archived'
+           AND m.recorded_at <= as_of AND (m.superseded_at IS NULL OR m.superseded_at > as_of)
+           AND m.search_tsv @@ q.phrase_q
+         LIMIT cap)
+        UNION
+        (SELECT m.id FROM memories m, q
+         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state <> 'archived'
+           AND m.recorded_at <= as_of AND (m.superseded_at IS NULL OR m.superseded_at > as_of)
+           AND m.search_tsv @@ q.any_q
+         LIMIT cap)
+    )
+    SELECT m.id,
+           (2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q))::real,
+           (position(q.lower_phrase IN lower(m.label)) > 0 OR position(q.lower_phrase IN lower(m.definition)) > 0)
+    FROM hits h JOIN memories m ON m.id = h.id, q
+    WHERE m.tenant_id = q.tenant
+    ORDER BY 3 DESC, 2 DESC
+    LIMIT k
+$fn$;
+REVOKE ALL ON FUNCTION contextos_text_search_as_of(text, text, integer, integer, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION contextos_text_search_as_of(text, text, integer, integer, timestamptz) TO contextos_app;

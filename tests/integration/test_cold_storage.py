@@ -191,6 +191,12 @@ def test_a_matching_query_reactivates_a_cold_memory_and_a_dry_run_only_lists_it(
     assert [(r["label"], r["restored"]) for r in dry["reactivated"]] == [("Canary release", False)]
     assert dry["reactivated"][0]["similarity"] >= 0.80
     assert {r["label"]: r["tier"] for r in rows(seeded)}["Canary release"] == "cold"  # a dry run changes nothing
+    from datetime import UTC, datetime
+
+    past = {"query": query_text("Canary release"), "as_of": datetime.now(UTC).isoformat()}
+    status, historical = call_api("POST", "/v1/context", seeded, past)  # a look into the past: listed only
+    assert status == 200 and [r["restored"] for r in historical["reactivated"]] == [False]
+    assert {r["label"]: r["tier"] for r in rows(seeded)}["Canary release"] == "cold"
 
     status, result = call_api("POST", "/v1/context", seeded, {"query": query_text("Canary release")})
     assert status == 200

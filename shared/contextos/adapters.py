@@ -43,6 +43,18 @@ class S3BlobStore:
         except BotoCoreError as exc:
             raise TransientError(f"could not read s3://{bucket}/{key}") from exc
 
+    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        """Bytes ``start``..``end`` (inclusive) of an object: one ranged GET."""
+        try:
+            return self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")["Body"].read()
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in {"NoSuchKey", "404", "NotFound"}:
+                raise NotFound(f"s3://{bucket}/{key} does not exist") from exc
+            raise TransientError(f"could not read s3://{bucket}/{key}: {code}") from exc
+        except BotoCoreError as exc:
+            raise TransientError(f"could not read s3://{bucket}/{key}") from exc
+
 
 class SqsQueue:
     """A queue the domain puts jobs on (ingest, conversation)."""

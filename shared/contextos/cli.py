@@ -153,8 +153,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_lifecycle(args: argparse.Namespace) -> int:
     from contextos import container
 
-    def progress(tenant: str, done: int) -> None:
-        print(f"\r  {tenant}: {done} memories changed band", end="", file=sys.stderr, flush=True)
+    def progress(tenant: str, stage: str, done: int) -> None:
+        print(f"\r  {tenant}: {stage} {done} memories   ", end="", file=sys.stderr, flush=True)
 
     report = container.lifecycle().run(progress=progress)
     print(file=sys.stderr)

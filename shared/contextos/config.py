@@ -17,8 +17,22 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 Dialect = Literal["postgres", "cockroach"]
 
 
+DecayPolicyName = Literal["exponential", "weibull"]
+
+
+class WeibullSettings(BaseModel):
+    """S5 alternative policy: freshness = exp(−(days/η)^shape), η = base · min(1 + step·accesses, cap)."""
+
+    shape: float = 0.8
+    scale_base_days: float = 7.0
+    scale_access_step: float = 0.5
+    scale_cap: float = 5.0
+    archive_below: float = 0.15
+
+
 class DecaySettings(BaseModel):
-    """S5 exponential policy: daily decay rate by importance band, scaled per memory type."""
+    """S5 decay: the exponential policy (daily λ by importance, scaled per type), bands, reinforcement,
+    and which policy (exponential or Weibull) each tenant uses."""
 
     rate_high_importance: float = 0.10  # importance 8-10
     rate_mid_importance: float = 0.15  # importance 5-7
@@ -32,6 +46,31 @@ class DecaySettings(BaseModel):
     band_strong: float = 0.70
     band_fading: float = 0.40
     band_forgotten: float = 0.10
+    # Which policy new memories of a tenant decay by; a memory keeps the policy it was created with.
+    policy: DecayPolicyName = "exponential"
+    tenant_policies: dict[str, DecayPolicyName] = Field(default_factory=dict)  # tenant id -> policy
+    weibull: WeibullSettings = Field(default_factory=WeibullSettings)
+
+    def policy_for(self, tenant_id: str) -> DecayPolicyName:
+        return self.tenant_policies.get(tenant_id, self.policy)
+
+    def forgotten_below(self, policy: str) -> float:
+        """The strength under which a memory is forgotten (and archived): per policy."""
+        return self.weibull.archive_below if policy == "weibull" else self.band_forgotten
+
+
+class LifecycleSettings(BaseModel):
+    """S5 scan and cold storage knobs."""
+
+    batch_size: int = 5000  # memories per keyset batch (one transaction each)
+    archive_batch_size: int = 500  # memories per cold object (one S3 PUT, one transaction)
+    superseded_archive_after_days: float = 30.0  # superseded this long ago: moved to cold storage
+    scratch_ttl_hours: float = 24.0  # scratch memories without their own expires_at live this long
+    cold_prefix: str = "cold/"
+    reactivation_cosine: float = 0.80  # a cold stub this close to a query comes back
+    reactivation_strength: float = 0.5
+    reactivation_max_per_query: int = 3
+    max_reminders_listed: int = 200
 
 
 class StandardRecipe(BaseModel):
@@ -319,6 +358,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     merge: MergeSettings = Field(default_factory=MergeSettings)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     reports: ReportSettings = Field(default_factory=ReportSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     governance: GovernanceSettings = Field(default_factory=GovernanceSettings)

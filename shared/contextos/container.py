@@ -137,7 +137,11 @@ def retrieval():  # -> RetrievalService
     from contextos.services.retrieval import RetrievalService
 
     return RetrievalService(
-        settings=get_settings(), store=memory_store(), embedder=embedder(), recent_turns=conversations().recent_turns
+        settings=get_settings(),
+        store=memory_store(),
+        embedder=embedder(),
+        recent_turns=conversations().recent_turns,
+        cold=cold_storage(),
     )
 
 
@@ -168,10 +172,38 @@ def conversations():  # -> ConversationService
 
 
 @lru_cache(maxsize=1)
+def lifecycle_store():  # -> LifecycleStore
+    from contextos.store.lifecycle import LifecycleStore
+
+    settings = get_settings()
+    return LifecycleStore(database(), settings.decay, settings.lifecycle)
+
+
+@lru_cache(maxsize=1)
+def cold_storage():  # -> ColdStorage
+    from contextos.adapters import S3BlobStore
+    from contextos.services.cold import ColdStorage
+
+    settings = get_settings()
+    return ColdStorage(
+        store=lifecycle_store(),
+        blobs=S3BlobStore(aws_client("s3")),
+        bucket=settings.cold_bucket,
+        settings=settings.lifecycle,
+    )
+
+
+@lru_cache(maxsize=1)
 def lifecycle():  # -> LifecycleService
     from contextos.services.lifecycle import LifecycleService
 
-    return LifecycleService(store=memory_store(), housekeeping=[idempotency_store().purge_expired])
+    return LifecycleService(
+        store=memory_store(),
+        lifecycle=lifecycle_store(),
+        cold=cold_storage(),
+        settings=get_settings().lifecycle,
+        housekeeping=[idempotency_store().purge_expired],
+    )
 
 
 @lru_cache(maxsize=1)
@@ -214,6 +246,8 @@ def reset() -> None:
         memories,
         retrieval,
         lifecycle,
+        lifecycle_store,
+        cold_storage,
         idempotency_store,
         reports,
         admission,

@@ -175,6 +175,16 @@ class ScoredMemory(BaseModel):
     score: ScoreBreakdown
 
 
+class Reactivation(BaseModel):
+    """A cold memory that matched the query (S5): restored from cold storage, or in a dry run only
+    listed (``restored`` false, nothing changed)."""
+
+    id: UUID
+    label: str
+    similarity: float
+    restored: bool
+
+
 class ContextResult(BaseModel):
     query: str
     intent: str
@@ -185,12 +195,19 @@ class ContextResult(BaseModel):
     dry_run: bool
     memories: list[ScoredMemory]
     index: list[str] = Field(default_factory=list)
+    reactivated: list[Reactivation] = Field(default_factory=list)
 
 
 class LifecycleReport(BaseModel):
     tenants: int = 0
-    materialized: int = 0
-    bands: dict[str, int] = Field(default_factory=dict)
+    materialized: int = 0  # due memories whose strength, band and next transition were written
+    changed_band: int = 0
+    bands: dict[str, int] = Field(default_factory=dict)  # the band each changed memory entered
+    reminders_opened: int = 0
+    archived: int = 0
+    expired: int = 0
+    failed_tenants: list[str] = Field(default_factory=list)  # retried by the next scan
+    stage_s: dict[str, float] = Field(default_factory=dict)  # seconds per stage, summed over tenants
     vectors_indexed: int = 0  # fresh vectors moved into the ANN index
     housekeeping: int = 0  # rows removed by housekeeping chores
     elapsed_s: float = 0.0
@@ -312,3 +329,31 @@ class DocumentMemories(BaseModel):
 
     document_id: UUID
     memories: list[MemorySummary]
+
+
+class Reminder(BaseModel):
+    """A memory that entered the critical band (S5), with its exact strength now."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: UUID
+    memory_id: UUID
+    label: str
+    type: str
+    strength_at_open: float
+    strength: float
+    tier: str
+    state: str
+    opened_at: datetime
+    acknowledged_at: datetime | None = None
+
+
+class ReminderPage(BaseModel):
+    reminders: list[Reminder]
+    next_cursor: str | None = None
+
+
+class ReminderAcknowledged(BaseModel):
+    id: UUID
+    memory_id: UUID
+    acknowledged_at: datetime

@@ -66,7 +66,7 @@ def test_two_concurrent_scans_materialize_each_memory_once(ingested):
     labels = ("canary release", "feature flags", "rollback", "blue-green deployment")
     for label in labels:
         age(ingested, label, days=5)
-    store = container.memory_store()
+    store = container.lifecycle_store()
     counts: list[int] = []
     barrier = threading.Barrier(2)
 
@@ -74,9 +74,9 @@ def test_two_concurrent_scans_materialize_each_memory_once(ingested):
         barrier.wait()
         after, done = None, 0
         while True:
-            updated, after, _ = store.materialize_transitions(ingested, batch_size=1, after=after)
-            done += updated
-            if after is None:
+            batch = store.materialize(ingested, limit=1, after=after)
+            done += batch.claimed
+            if (after := batch.after) is None:
                 break
         counts.append(done)
 
@@ -98,8 +98,26 @@ def test_keyset_batches_cover_every_due_memory(ingested):
         )
         total = conn.execute("SELECT count(*) AS n FROM memories").fetchone()["n"]
     service = container.lifecycle()
-    service.batch_size = 2
+    service.settings = service.settings.model_copy(update={"batch_size": 2})
     progress: list[int] = []
-    report = service.run(progress=lambda tenant, done: progress.append(done) if tenant == ingested else None)
+
+    def record(tenant: str, stage: str, done: int) -> None:
+        if (tenant, stage) == (ingested, "materialized"):
+            progress.append(done)
+
+    report = service.run(progress=record)
     assert report.materialized >= total
     assert len(progress) >= total // 2
+
+
+def test_the_cli_runs_the_scan_with_progress_and_prints_the_report(ingested, capsys):
+    import json
+
+    from contextos.cli import main
+
+    age(ingested, "canary release", days=3)
+    assert main(["lifecycle", "run"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert report["materialized"] >= 1 and report["bands"].get("fading", 0) >= 1
+    assert f"{ingested}: materialized" in err  # progress on stderr, per tenant and stage

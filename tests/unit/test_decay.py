@@ -1,8 +1,21 @@
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from contextos.config import DecaySettings
-from contextos.decay import band_of, days_until, decay_rate, recency, reinforce, strength_at
+from contextos.decay import (
+    StrengthState,
+    band_of,
+    days_until,
+    decay_rate,
+    next_boundary,
+    next_transition_at,
+    recency,
+    reinforce,
+    strength_at,
+    weibull_scale,
+    weibull_strength_at,
+)
 from contextos.models import Band
 
 D = DecaySettings()
@@ -59,3 +72,59 @@ def test_days_until_a_boundary_inverts_the_decay_formula():
 def test_recency_is_exponential_in_hours():
     assert recency(0, 0.1) == 1.0
     assert recency(10, 0.1) == pytest.approx(0.36787944117)
+
+
+# -- the Weibull policy (S5): freshness = exp(−(days/η)^0.8), η = 7 · min(1 + 0.5 · accesses, 5) ----------
+
+
+@pytest.mark.parametrize(("accesses", "scale"), [(0, 7.0), (1, 10.5), (2, 14.0), (8, 35.0), (50, 35.0)])
+def test_weibull_scale_grows_with_accesses_up_to_five_times(accesses, scale):
+    assert weibull_scale(accesses, D.weibull) == pytest.approx(scale)
+
+
+def test_weibull_strength_matches_hand_computed_values():
+    # exp(−(7/7)^0.8) = e^−1; exp(−(14/7)^0.8) = exp(−1.741101) = 0.175327
+    assert weibull_strength_at(1.0, T0, T0 + timedelta(days=7), 7.0, 0.8) == pytest.approx(0.36787944117)
+    assert weibull_strength_at(1.0, T0, T0 + timedelta(days=14), 7.0, 0.8) == pytest.approx(0.17532723680)
+    # a reinforced memory (η = 14 after two accesses), 3 days after a re-anchor at 1.0: exp(−(3/14)^0.8)
+    assert weibull_strength_at(1.0, T0, T0 + timedelta(days=3), 14.0, 0.8) == pytest.approx(0.74706376399)
+    assert weibull_strength_at(0.5, T0, T0 - timedelta(days=1), 7.0, 0.8) == pytest.approx(0.5)
+
+
+def test_a_strength_state_computes_either_policy_exactly():
+    exponential = StrengthState(anchor=0.8, anchor_at=T0, policy="exponential", rate=0.10)
+    weibull = StrengthState(anchor=1.0, anchor_at=T0, policy="weibull", scale_days=7.0, shape=0.8)
+    assert exponential.at(T0 + timedelta(days=10)) == pytest.approx(0.8 * 0.9**10)  # 0.278943
+    assert weibull.at(T0 + timedelta(days=7)) == pytest.approx(math.exp(-1))
+
+
+def test_weibull_forgets_below_its_own_threshold():
+    # "archive below 0.15": 0.12 is forgotten under Weibull, still critical under the exponential policy
+    assert band_of(0.12, D, "weibull") is Band.forgotten
+    assert band_of(0.12, D, "exponential") is Band.critical
+    assert band_of(0.15, D, "weibull") is Band.critical
+
+
+def test_next_transition_is_when_the_closed_form_crosses_the_next_boundary():
+    def days(state: StrengthState, now: datetime) -> float:
+        return (next_transition_at(state, now, D) - T0).total_seconds() / 86400
+
+    # exponential: strong 0.8 leaves strong at 0.8 · 0.9^d = 0.7 → d = ln(0.875)/ln(0.9) = 1.267376 days;
+    # fading 0.6 leaves fading at 0.6 · 0.9^d = 0.4 → d = ln(2/3)/ln(0.9) = 3.848359 days
+    strong = StrengthState(anchor=0.8, anchor_at=T0, policy="exponential", rate=0.10)
+    assert days(strong, T0) == pytest.approx(1.267376035)
+    fading = StrengthState(anchor=0.6, anchor_at=T0, policy="exponential", rate=0.10)
+    assert days(fading, T0) == pytest.approx(3.848359184)
+    # Weibull, η = 7: strong until 7·ln(1/0.7)^1.25 = 1.929473 days; forgotten at 7·ln(1/0.15)^1.25 = 15.585349
+    weibull = StrengthState(anchor=1.0, anchor_at=T0, policy="weibull", scale_days=7.0, shape=0.8)
+    assert days(weibull, T0) == pytest.approx(1.929473384)
+    assert days(weibull, T0 + timedelta(days=15)) == pytest.approx(15.585349253)
+    assert next_transition_at(weibull, T0 + timedelta(days=16), D) is None  # forgotten: nothing further
+
+
+def test_next_boundary_follows_the_bands_of_the_policy():
+    assert next_boundary(0.9, D) == 0.70
+    assert next_boundary(0.5, D) == 0.40
+    assert next_boundary(0.3, D) == 0.10
+    assert next_boundary(0.3, D, "weibull") == 0.15
+    assert next_boundary(0.05, D) is None

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import Server
 from pydantic import BaseModel
 
-from contextos.api import context, documents, memories, reports, review, sessions
+from contextos.api import context, documents, memories, reminders, reports, review, sessions
 from contextos.errors import ContextOSError
 from contextos.observability import logger
 
@@ -40,6 +40,7 @@ def build_app() -> APIGatewayRestResolver:
     app.include_router(documents.router)
     app.include_router(context.router)
     app.include_router(memories.router)
+    app.include_router(reminders.router)
     app.include_router(reports.router)
     app.include_router(sessions.router)
     app.include_router(review.router)

@@ -1,4 +1,11 @@
-"""The lifecycle scan (S5): set-based, keyset-batched, touching only memories whose band is due."""
+"""The lifecycle scan (S5): set-based, keyset-batched, touching only memories whose band is due.
+
+Per tenant: materialize due band transitions (opening reminders for newly critical memories),
+archive forgotten and long-superseded memories to cold storage, expire scratch memories, then
+settle fresh vectors into the ANN index. Each batch is its own transaction that claims its rows
+with SKIP LOCKED, so a second scan running at once takes other rows, and a scan that dies is
+resumed by the next one: the work left is whatever the indexes still find.
+"""
 
 from __future__ import annotations
 
@@ -6,40 +13,98 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from contextos.models import LifecycleReport
+from contextos.config import LifecycleSettings
+from contextos.models import LifecycleReport, Reminder, ReminderAcknowledged, ReminderPage
 from contextos.observability import logger, metrics
+from contextos.services.cold import ColdStorage
+from contextos.store.lifecycle import LifecycleStore
 from contextos.store.repository import MemoryStore
+
+Progress = Callable[[str, str, int], None]  # (tenant, stage, memories done in that stage)
 
 
 @dataclass
 class LifecycleService:
     store: MemoryStore
-    batch_size: int = 5000
+    lifecycle: LifecycleStore
+    cold: ColdStorage | None
+    settings: LifecycleSettings = field(default_factory=LifecycleSettings)
     housekeeping: list[Callable[[], int]] = field(default_factory=list)  # e.g. expired idempotency records
 
-    def run(self, *, progress: Callable[[str, int], None] | None = None) -> LifecycleReport:
-        """Materialize strengths and bands for every tenant. Safe to run twice at once (SKIP LOCKED)."""
+    def run(self, *, progress: Progress | None = None) -> LifecycleReport:
+        """One scan over every tenant. A tenant whose step fails is logged and left for the next scan."""
         started = time.perf_counter()
         report = LifecycleReport()
         for tenant_id in self.store.tenant_ids():
             report.tenants += 1
-            after = None
-            while True:
-                updated, after, bands = self.store.materialize_transitions(
-                    tenant_id, batch_size=self.batch_size, after=after
-                )
-                report.materialized += updated
-                for band, n in bands.items():
-                    report.bands[band] = report.bands.get(band, 0) + n
-                if progress:
-                    progress(tenant_id, report.materialized)
-                if after is None:
-                    break
-            while settled := self.store.settle_vectors(tenant_id, limit=self.batch_size):
-                report.vectors_indexed += settled
+            try:
+                self.scan_tenant(tenant_id, report, progress)
+            except Exception:
+                logger.exception("lifecycle scan of a tenant failed", extra={"tenant": tenant_id})
+                report.failed_tenants.append(tenant_id)
         for chore in self.housekeeping:
             report.housekeeping += chore()
         report.elapsed_s = round(time.perf_counter() - started, 3)
         metrics.add_metric(name="MemoriesMaterialized", unit="Count", value=report.materialized)
+        metrics.add_metric(name="MemoriesChangedBand", unit="Count", value=report.changed_band)
         logger.info("lifecycle scan finished", extra=report.model_dump())
         return report
+
+    def scan_tenant(self, tenant_id: str, report: LifecycleReport, progress: Progress | None = None) -> None:
+        notify = progress or (lambda *_: None)
+        batch = self.settings.batch_size
+        clock = _StageClock(report)
+        after = None
+        while True:
+            done = self.lifecycle.materialize(tenant_id, after=after, limit=batch)
+            report.materialized += done.claimed
+            report.changed_band += done.changed
+            report.reminders_opened += done.reminders_opened
+            for band, n in done.bands.items():
+                report.bands[band] = report.bands.get(band, 0) + n
+            notify(tenant_id, "materialized", report.materialized)
+            if (after := done.after) is None:
+                break
+        clock.lap("materialize")
+        if self.cold is not None:
+            after_id = None
+            while True:
+                archived, after_id = self.cold.archive_batch(tenant_id, after=after_id)
+                report.archived += archived
+                if archived:
+                    notify(tenant_id, "archived", report.archived)
+                if after_id is None:
+                    break
+            clock.lap("archive")
+        while expired := self.lifecycle.expire_scratch(tenant_id, limit=batch):
+            report.expired += expired
+            notify(tenant_id, "expired", report.expired)
+        clock.lap("expire")
+        while settled := self.store.settle_vectors(tenant_id, limit=batch):
+            report.vectors_indexed += settled
+        clock.lap("settle_vectors")
+
+    def reminders(
+        self, tenant_id: str, *, include_acknowledged: bool = False, limit: int | None = None, cursor: str | None = None
+    ) -> ReminderPage:
+        cap = self.settings.max_reminders_listed
+        rows, next_cursor = self.lifecycle.reminders(
+            tenant_id, include_acknowledged=include_acknowledged, limit=min(limit or cap, cap), cursor=cursor
+        )
+        return ReminderPage(reminders=[Reminder.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+    def acknowledge(self, tenant_id: str, reminder_id) -> ReminderAcknowledged:
+        return ReminderAcknowledged.model_validate(self.lifecycle.acknowledge(tenant_id, reminder_id))
+
+
+class _StageClock:
+    """Adds the seconds since the last lap to the report's per-stage totals."""
+
+    def __init__(self, report: LifecycleReport) -> None:
+        self.report = report
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.report.stage_s[stage] = round(self.report.stage_s.get(stage, 0.0) + now - self.last, 4)
+        self.last = now

@@ -17,6 +17,7 @@ from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scoring import Candidate, Ranked, rank
+from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads
 from contextos.store.reports import community_peers
 from contextos.store.repository import MemoryStore
@@ -30,6 +31,7 @@ class RetrievalService:
     embedder: Embedder
     # (tenant, session) → the session's last turns, which inform query analysis (S8); read only
     recent_turns: Callable[[str, str], list[str]] | None = None
+    cold: ColdStorage | None = None  # S5 reactivation of cold matches
 
     def context(
         self, tenant_id: str, request: ContextRequest, *, query_vector: list[float] | None = None
@@ -43,6 +45,13 @@ class RetrievalService:
         intent = analysis.intent
         if query_vector is None:
             query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
+        # Cold matches come back first, so the searches below can already return them (S5); a dry run
+        # or a look into the past only lists them.
+        reactivated = (
+            self.cold.reactivate(tenant_id, query_vector, dry_run=request.dry_run or request.as_of is not None)
+            if self.cold
+            else []
+        )
         reads = self._reads(request.as_of)  # S7: as_of answers from history
         rows, found = self._search(tenant_id, analysis, query_vector, reads)
         pinned = self._candidates(
@@ -82,6 +91,7 @@ class RetrievalService:
             dry_run=request.dry_run,
             memories=memories,
             index=index,
+            reactivated=reactivated,
         )
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResult:

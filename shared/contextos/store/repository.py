@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from contextos.config import DecaySettings, MergeSettings
+from contextos.decay import weibull_scale as decay_weibull_scale
 from contextos.errors import NotFound
 from contextos.governance_models import HeldCandidate
 from contextos.lsh import SIGNATURE_BITS, band_key_sql, bands_sql, max_hamming, signatures
@@ -28,7 +29,7 @@ from contextos.store.governance import (
     write_audit,
 )
 from contextos.store.history import corroborations
-from contextos.store.sql import band_case, current_strength, next_transition
+from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -358,12 +359,14 @@ class MemoryStore:
         d = self.decay
         times = list(at) if at is not None else [None] * len(candidates)
         seqs = list(message_seqs) if message_seqs is not None else [None] * len(candidates)
+        policy = self._policy_columns(tenant_id)
         with self.db.tenant_tx(tenant_id) as conn:
             self._lock_tenant(conn, tenant_id)
             rows = conn.execute(
                 f"""INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
                         strength_anchor, strength_anchor_at, decay_rate, provenance, base_trust, initials, acronyms,
-                        last_accessed_at, valid_from, recorded_at, created_at, updated_at, next_transition_at)
+                        last_accessed_at, valid_from, recorded_at, created_at, updated_at, next_transition_at,
+                        decay_policy, decay_scale, decay_shape)
                     SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
                            {float(d.initial_strength)}, COALESCE(i.at, now()), i.decay_rate, i.provenance,
                            i.base_trust, NULL, '{{}}', COALESCE(i.at, now()), COALESCE(i.at, now()),
@@ -375,14 +378,16 @@ class MemoryStore:
                         "i.decay_rate",
                         str(float(d.initial_strength)),
                         d,
+                        **policy["sql"],
                     )
-                }
+                },
+                           %(policy)s, %(scale)s, %(shape)s
                     FROM unnest(%(keys)b::text[], %(labels)b::text[], %(defs)b::text[], %(types)b::text[],
                                 %(imps)b::int[], %(rates)b::float8[], %(provs)b::text[], %(trusts)b::float8[],
                                 %(ats)s::timestamptz[])
                         AS i(norm_key, label, definition, type, importance, decay_rate, provenance, base_trust, at)
                     RETURNING m.id""",
-                {"tenant": tenant_id, "ats": times, **_candidate_columns(candidates)},
+                {"tenant": tenant_id, "ats": times, **policy["params"], **_candidate_columns(candidates)},
             ).fetchall()
             ids = [r["id"] for r in rows]
             memory_rows = [
@@ -436,6 +441,22 @@ class MemoryStore:
             [tenant_id],
         ).fetchone()
         return int(row["hot_memories"])
+
+    def _policy_columns(self, tenant_id: str) -> dict[str, dict[str, str | float]]:
+        """The tenant's decay policy for new memories: SQL for ``next_transition`` and the column values."""
+        d = self.decay
+        return {
+            "sql": {
+                "policy_sql": "%(policy)s::text",
+                "scale_sql": "%(scale)s::float8",
+                "shape_sql": "%(shape)s::float8",
+            },
+            "params": {
+                "policy": d.policy_for(tenant_id),
+                "scale": decay_weibull_scale(0, d.weibull),
+                "shape": d.weibull.shape,
+            },
+        }
 
     def _merge_targets(
         self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh_signatures: list[str]
@@ -591,7 +612,9 @@ class MemoryStore:
         """Insert new memories; a key match reinforces, keeps the better definition and bumps access."""
         d = self.decay
         strength = current_strength("m")
-        merged_strength = f"LEAST(1.0, {d.reinforce_keep} * {strength} + {1 - d.reinforce_keep})"
+        merged_strength = reinforced(strength, d)
+        merged_scale = weibull_scale("m.access_count + 1", d)
+        policy = self._policy_columns(tenant_id)
         initial = float(d.initial_strength)
         better = (
             "(EXCLUDED.importance > m.importance OR (EXCLUDED.importance = m.importance"
@@ -601,11 +624,12 @@ class MemoryStore:
             f"""
             INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
                 strength_anchor, decay_rate, strength, band, provenance, base_trust,
-                next_transition_at, initials, acronyms)
+                next_transition_at, initials, acronyms, decay_policy, decay_scale, decay_shape)
             SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
                    {initial}, i.decay_rate, {initial}, 'strong', i.provenance, i.base_trust,
-                   {next_transition(str(initial), "now()", "i.decay_rate", str(initial), d)},
-                   i.initials, COALESCE(string_to_array(NULLIF(i.acronyms, ''), ','), '{{}}')
+                   {next_transition(str(initial), "now()", "i.decay_rate", str(initial), d, **policy["sql"])},
+                   i.initials, COALESCE(string_to_array(NULLIF(i.acronyms, ''), ','), '{{}}'),
+                   %(policy)s, %(scale)s, %(shape)s
             FROM unnest(%(keys)b::text[], %(labels)b::text[], %(defs)b::text[], %(types)b::text[],
                         %(imps)b::int[], %(rates)b::float8[], %(provs)b::text[],
                         %(trusts)b::float8[], %(inits)b::text[], %(acrs)b::text[])
@@ -617,7 +641,10 @@ class MemoryStore:
                 strength = {merged_strength},
                 band = {band_case(merged_strength, d)},
                 strength_materialized_at = now(),
-                next_transition_at = {next_transition(merged_strength, "now()", "m.decay_rate", merged_strength, d)},
+                next_transition_at = {
+                next_transition(merged_strength, "now()", "m.decay_rate", merged_strength, d, scale_sql=merged_scale)
+            },
+                decay_scale = {merged_scale},
                 importance = GREATEST(m.importance, EXCLUDED.importance),
                 definition = CASE WHEN {better} THEN EXCLUDED.definition ELSE m.definition END,
                 acronyms = ARRAY(SELECT DISTINCT unnest(m.acronyms || EXCLUDED.acronyms)),
@@ -632,6 +659,7 @@ class MemoryStore:
                 "tenant": tenant_id,
                 "inits": [initials(c.label) for c in memories],
                 "acrs": [",".join(acronyms(c.label)) for c in memories],
+                **policy["params"],
                 **_candidate_columns(memories),
             },
         ).fetchall()
@@ -936,16 +964,19 @@ class MemoryStore:
     ) -> None:
         """S5 reinforcement of exactly the injected memories and the context_log row: one statement each."""
         d = self.decay
-        strength = current_strength("m")
-        reinforced = f"LEAST(1.0, {d.reinforce_keep} * {strength} + {1 - d.reinforce_keep})"
+        strength = reinforced(current_strength("m"), d)
+        scale = weibull_scale("m.access_count + 1", d)
         with self.db.tenant_tx(tenant_id) as conn:
             if memory_ids:
                 conn.execute(
                     f"""UPDATE memories AS m SET
-                            strength_anchor = {reinforced},
-                            strength = {reinforced},
-                            band = {band_case(reinforced, d)},
-                            next_transition_at = {next_transition(reinforced, "now()", "m.decay_rate", reinforced, d)},
+                            strength_anchor = {strength},
+                            strength = {strength},
+                            band = {band_case(strength, d)},
+                            next_transition_at = {
+                        next_transition(strength, "now()", "m.decay_rate", strength, d, scale_sql=scale)
+                    },
+                            decay_scale = {scale},
                             strength_anchor_at = now(),
                             strength_materialized_at = now(),
                             last_accessed_at = now(),
@@ -958,45 +989,6 @@ class MemoryStore:
                    VALUES (%s, %s, %s, %s, %s, %s)""",
                 [tenant_id, session_id, intent, budget, tokens_used, list(memory_ids)],
             )
-
-    # -- lifecycle (S5) --------------------------------------------------------------------
-    def materialize_transitions(
-        self, tenant_id: str, *, batch_size: int, after: UUID | None
-    ) -> tuple[int, UUID | None, dict[str, int]]:
-        """One keyset batch: write strength, band and next transition for memories whose band is due.
-
-        Returns (rows updated, last id for the next batch or None when done, band counts).
-        """
-        d = self.decay
-        strength = current_strength("m")
-        with self.db.tenant_tx(tenant_id) as conn:
-            rows = conn.execute(
-                f"""
-                WITH due AS (
-                    SELECT id FROM memories
-                    WHERE tenant_id = %(tenant)s AND state = 'active' AND tier = 'hot'
-                      AND next_transition_at <= now() AND id > %(after)s
-                    ORDER BY id
-                    LIMIT %(limit)s
-                    FOR UPDATE SKIP LOCKED
-                )
-                UPDATE memories AS m SET
-                    strength = {strength},
-                    band = {band_case(strength, d)},
-                    strength_materialized_at = now(),
-                    next_transition_at = {
-                    next_transition("m.strength_anchor", "m.strength_anchor_at", "m.decay_rate", strength, d)
-                }
-                FROM due
-                WHERE m.tenant_id = %(tenant)s AND m.id = due.id
-                RETURNING m.id, m.band""",
-                {"tenant": tenant_id, "after": after or UUID(int=0), "limit": batch_size},
-            ).fetchall()
-        bands: dict[str, int] = {}
-        for r in rows:
-            bands[r["band"]] = bands.get(r["band"], 0) + 1
-        last = max((r["id"] for r in rows), default=None)
-        return len(rows), (last if len(rows) == batch_size else None), bands
 
     def get_memory(self, tenant_id: str, memory_id: UUID) -> dict:
         with self.db.tenant_tx(tenant_id) as conn:

@@ -333,3 +333,22 @@ def test_alarms_watch_every_dead_letter_queue_and_every_function(synth: Synth) -
     assert by_metric["Errors"] == len(FUNCTIONS)
     assert by_metric["Throttles"] == len(FUNCTIONS)
     synth.template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def test_every_contextos_variable_a_function_gets_is_a_setting_the_code_reads(aurora) -> None:
+    """A misspelt variable would deploy fine and be ignored at run time (the default wins)."""
+    from contextos.config import Settings
+    from pydantic import BaseModel
+
+    for name, (_, props) in aurora.functions().items():
+        for variable in props.get("Environment", {}).get("Variables", {}):
+            if not variable.startswith("CONTEXTOS_"):
+                continue
+            model: type[BaseModel] = Settings
+            path = variable.removeprefix("CONTEXTOS_").lower().split("__")
+            for i, part in enumerate(path):
+                assert part in model.model_fields, f"{name}: {variable} is no setting"
+                annotation = model.model_fields[part].annotation
+                if i < len(path) - 1:
+                    assert isinstance(annotation, type) and issubclass(annotation, BaseModel), variable
+                    model = annotation

@@ -9,7 +9,7 @@ searchable), and historical questions are rare enough to pay a few tens of milli
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -40,6 +40,69 @@ ROW_COLUMNS = (
     "m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load, m.last_accessed_at,"
     " m.provenance, m.base_trust"
 )
+
+
+def live_now(alias: str) -> str:
+    """The predicate "in the hot, current store" on a memories alias: what present-time reads see."""
+    return f"({alias}.state = 'active' AND {alias}.tier = 'hot')"
+
+
+def graph_walk_sql(live: Callable[[str], str], *, as_of: bool) -> str:
+    """The 2-hop walk of S6 (both directions, weight falling per hop, no walk back to its own seed,
+    memories sharing a source as implicit neighbours, a superseded memory leading forward to its
+    successor). ``live`` says which memories a read may see; ``as_of`` also drops the edges and
+    occurrences recorded after %(as_of)s. The present and the historical read share this text."""
+    edge_then = " AND r.created_at <= %(as_of)s" if as_of else ""
+    item_then = " AND other.created_at <= %(as_of)s" if as_of else ""
+    return f"""WITH RECURSIVE walk(origin, id, weight, hop) AS (
+                   SELECT s, s, 1.0::float8, 0 FROM unnest(%(seeds)b::uuid[]) AS s
+                   UNION ALL
+                   SELECT w.origin, step.next_id, w.weight * step.weight * %(fall)s, w.hop + 1
+                   FROM walk w
+                   CROSS JOIN LATERAL (
+                       SELECT r.dst_id AS next_id, r.weight FROM relationships r
+                       WHERE r.tenant_id = %(tenant)s AND r.src_id = w.id AND r.type <> 'contradicts'{edge_then}
+                       UNION ALL
+                       SELECT r.src_id, r.weight FROM relationships r
+                       WHERE r.tenant_id = %(tenant)s AND r.dst_id = w.id AND r.type <> 'contradicts'{edge_then}
+                   ) step
+                   WHERE w.hop < %(hops)s
+               ),
+               implicit AS (
+                   SELECT other.memory_id AS id, %(shared)s::float8 AS weight
+                   FROM memory_items seed
+                   JOIN memory_items other
+                     ON other.tenant_id = seed.tenant_id AND other.memory_id <> seed.memory_id
+                    AND (other.document_id = seed.document_id OR other.session_id = seed.session_id)
+                   WHERE seed.tenant_id = %(tenant)s AND seed.memory_id = ANY(%(seeds)b::uuid[]){item_then}
+               ),
+               reached AS (
+                   SELECT id, weight FROM walk WHERE hop > 0 AND id <> origin  -- no round trips home
+                   UNION ALL
+                   SELECT id, weight FROM implicit
+               )
+               SELECT COALESCE(successor.id, m.id) AS id, max(reached.weight) AS weight
+               FROM reached
+               JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = reached.id
+               LEFT JOIN memories successor
+                 ON successor.tenant_id = m.tenant_id AND successor.id = m.superseded_by
+                AND NOT {live("m")} AND {live("successor")}
+               WHERE {live("m")} OR successor.id IS NOT NULL
+               GROUP BY COALESCE(successor.id, m.id)
+               ORDER BY max(reached.weight) DESC, COALESCE(successor.id, m.id)
+               LIMIT %(k)s"""
+
+
+def scored_rows_sql(live: Callable[[str], str], where: str, *, as_of: bool, tail: str = "") -> str:
+    """Everything scoring needs for the memories ``where`` picks, with each one's exact cosine to
+    %(q)s and its corroborations (recorded by %(as_of)s when ``as_of``)."""
+    return f"""SELECT {ROW_COLUMNS}, {current_strength("m")} AS strength,
+                      {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
+                      COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
+               FROM memories m
+               LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+               WHERE m.tenant_id = %(tenant)s AND {where} AND {live("m")}
+               {tail}"""
 
 
 @dataclass
@@ -110,46 +173,7 @@ class HistoricalReads:
             return []
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                f"""WITH RECURSIVE walk(origin, id, weight, hop) AS (
-                       SELECT s, s, 1.0::float8, 0 FROM unnest(%(seeds)s::uuid[]) AS s
-                       UNION ALL
-                       SELECT w.origin, step.next_id, w.weight * step.weight * %(fall)s, w.hop + 1
-                       FROM walk w
-                       CROSS JOIN LATERAL (
-                           SELECT r.dst_id AS next_id, r.weight FROM relationships r
-                           WHERE r.tenant_id = %(tenant)s AND r.src_id = w.id AND r.type <> 'contradicts'
-                             AND r.created_at <= %(as_of)s
-                           UNION ALL
-                           SELECT r.src_id, r.weight FROM relationships r
-                           WHERE r.tenant_id = %(tenant)s AND r.dst_id = w.id AND r.type <> 'contradicts'
-                             AND r.created_at <= %(as_of)s
-                       ) step
-                       WHERE w.hop < %(hops)s
-                   ),
-                   implicit AS (
-                       SELECT other.memory_id AS id, %(shared)s::float8 AS weight
-                       FROM memory_items seed
-                       JOIN memory_items other
-                         ON other.tenant_id = seed.tenant_id AND other.memory_id <> seed.memory_id
-                        AND (other.document_id = seed.document_id OR other.session_id = seed.session_id)
-                       WHERE seed.tenant_id = %(tenant)s AND seed.memory_id = ANY(%(seeds)s::uuid[])
-                         AND other.created_at <= %(as_of)s
-                   ),
-                   reached AS (
-                       SELECT id, weight FROM walk WHERE hop > 0 AND id <> origin
-                       UNION ALL
-                       SELECT id, weight FROM implicit
-                   )
-                   SELECT COALESCE(successor.id, m.id) AS id, max(reached.weight) AS weight
-                   FROM reached
-                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = reached.id
-                   LEFT JOIN memories successor
-                     ON successor.tenant_id = m.tenant_id AND successor.id = m.superseded_by
-                    AND NOT {believed("m")} AND {believed("successor")}
-                   WHERE {believed("m")} OR successor.id IS NOT NULL
-                   GROUP BY COALESCE(successor.id, m.id)
-                   ORDER BY max(reached.weight) DESC, COALESCE(successor.id, m.id)
-                   LIMIT %(k)s""",
+                graph_walk_sql(believed, as_of=True),
                 {
                     "tenant": tenant_id,
                     "seeds": list(seeds),
@@ -166,25 +190,18 @@ class HistoricalReads:
             return []
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                f"""SELECT {ROW_COLUMNS}, {current_strength("m")} AS strength,
-                           {corroborations("m", "%(as_of)s")} AS corroborations,
-                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
-                    FROM memories m
-                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s::uuid[]) AND {believed("m")}""",
+                scored_rows_sql(believed, "m.id = ANY(%(ids)b::uuid[])", as_of=True),
                 {"tenant": tenant_id, "ids": list(ids), "q": Vector(list(query_vector)), "as_of": self.as_of},
             ).fetchall()
 
     def pinned_rows(self, tenant_id: str, query_vector: Sequence[float], *, limit: int = 20) -> list[dict]:
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                f"""SELECT {ROW_COLUMNS}, {current_strength("m")} AS strength,
-                           {corroborations("m", "%(as_of)s")} AS corroborations,
-                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
-                    FROM memories m
-                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND m.always_load AND {believed("m")}
-                    ORDER BY m.importance DESC, m.created_at
-                    LIMIT %(limit)s""",
+                scored_rows_sql(
+                    believed,
+                    "m.always_load",
+                    as_of=True,
+                    tail="ORDER BY m.importance DESC, m.created_at LIMIT %(limit)s",
+                ),
                 {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit, "as_of": self.as_of},
             ).fetchall()

@@ -28,7 +28,7 @@ from contextos.store.governance import (
     JudgementCache,
     write_audit,
 )
-from contextos.store.history import corroborations
+from contextos.store.history import graph_walk_sql, live_now, scored_rows_sql
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
 from pgvector import Vector
 from psycopg.types.json import Jsonb
@@ -825,43 +825,7 @@ class MemoryStore:
             return []
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                """WITH RECURSIVE walk(origin, id, weight, hop) AS (
-                       SELECT s, s, 1.0::float8, 0 FROM unnest(%(seeds)b::uuid[]) AS s
-                       UNION ALL
-                       SELECT w.origin, step.next_id, w.weight * step.weight * %(fall)s, w.hop + 1
-                       FROM walk w
-                       CROSS JOIN LATERAL (
-                           SELECT r.dst_id AS next_id, r.weight FROM relationships r
-                           WHERE r.tenant_id = %(tenant)s AND r.src_id = w.id AND r.type <> 'contradicts'
-                           UNION ALL
-                           SELECT r.src_id, r.weight FROM relationships r
-                           WHERE r.tenant_id = %(tenant)s AND r.dst_id = w.id AND r.type <> 'contradicts'
-                       ) step
-                       WHERE w.hop < %(hops)s
-                   ),
-                   implicit AS (
-                       SELECT other.memory_id AS id, %(shared)s::float8 AS weight
-                       FROM memory_items seed
-                       JOIN memory_items other
-                         ON other.tenant_id = seed.tenant_id AND other.memory_id <> seed.memory_id
-                        AND (other.document_id = seed.document_id OR other.session_id = seed.session_id)
-                       WHERE seed.tenant_id = %(tenant)s AND seed.memory_id = ANY(%(seeds)b::uuid[])
-                   ),
-                   reached AS (
-                       SELECT id, weight FROM walk WHERE hop > 0 AND id <> origin  -- no round trips home
-                       UNION ALL
-                       SELECT id, weight FROM implicit
-                   )
-                   SELECT COALESCE(successor.id, m.id) AS id, max(reached.weight) AS weight
-                   FROM reached
-                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = reached.id
-                   LEFT JOIN memories successor
-                     ON successor.tenant_id = m.tenant_id AND successor.id = m.superseded_by
-                    AND successor.state = 'active'
-                   WHERE (m.state = 'active' AND m.tier = 'hot') OR successor.id IS NOT NULL
-                   GROUP BY COALESCE(successor.id, m.id)
-                   ORDER BY max(reached.weight) DESC, COALESCE(successor.id, m.id)
-                   LIMIT %(k)s""",
+                graph_walk_sql(live_now, as_of=False),
                 {
                     "tenant": tenant_id,
                     "seeds": list(seeds),
@@ -878,14 +842,7 @@ class MemoryStore:
             return []
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
-                           m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
-                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
-                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
-                    FROM memories m
-                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)b::uuid[])
-                      AND m.state = 'active' AND m.tier = 'hot'""",
+                scored_rows_sql(live_now, "m.id = ANY(%(ids)b::uuid[])", as_of=False),
                 {"tenant": tenant_id, "ids": list(ids), "q": Vector(list(query_vector))},
             ).fetchall()
 
@@ -893,15 +850,12 @@ class MemoryStore:
         """The ``always_load`` memories (S10): in every context, first, whatever the query."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                f"""SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
-                           m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
-                           {corroborations("m")} AS corroborations,  -- composite trust (issue #6)
-                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
-                    FROM memories m
-                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND m.always_load AND m.state = 'active' AND m.tier = 'hot'
-                    ORDER BY m.importance DESC, m.created_at
-                    LIMIT %(limit)s""",
+                scored_rows_sql(
+                    live_now,
+                    "m.always_load",
+                    as_of=False,
+                    tail="ORDER BY m.importance DESC, m.created_at LIMIT %(limit)s",
+                ),
                 {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit},
             ).fetchall()
 

@@ -275,9 +275,9 @@ def main() -> None:
             settled += n
         settle_rate = settled / (time.perf_counter() - settle_started)
         print(f"settled {settled:,} fresh vectors into the HNSW index: {settle_rate:,.0f} vectors/s")
-        gated = MemoryStore(
-            db, settings.decay, settings.merge, gate=ContradictionGate(LocalHeuristicJudge(), settings.governance)
-        )
+        # As the container builds it for the local judge: no prejudging outside the lock.
+        gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
+        gated = MemoryStore(db, settings.decay, settings.merge, gate=gate)
         gated_full = store_path(gated, settings, "bench-full", args.docs // 2, args.concepts, seed=3)
         print(f"store path with the contradiction gate, {args.existing:,} existing: {gated_full:,.0f} concepts/s")
         e2e = end_to_end(gated, settings, "bench-e2e", args.e2e_docs)

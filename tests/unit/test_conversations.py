@@ -177,3 +177,17 @@ def test_the_last_turns_supply_the_topic_a_query_refers_back_to():
     assert referring.embedding_text("how do we switch it off?").startswith("how do we switch it off? (")
     assert analyze("feature flags rollout plan", recent_turns=recent).carried == []  # a query naming its topic
     assert analyze("how do we switch it off?").carried == []
+
+
+def test_a_preference_or_decision_the_user_states_once_is_a_concept_and_nobody_elses_is():
+    log = turns(
+        ("user", "I prefer dark mode in every editor and terminal."),
+        ("assistant", "I like light themes myself."),
+        ("user", "We decided to use PostgreSQL for the ledger service."),
+    )
+    concepts = {c.label.lower(): c for c in LocalConceptExtractor().extract_conversation(log, max_concepts=10)}
+    assert concepts["dark mode"].type == "preference" and concepts["dark mode"].turns == [1]
+    assert concepts["dark mode"].definition == "The user said: I prefer dark mode in every editor and terminal."
+    assert concepts["postgresql"].type == "decision" and concepts["postgresql"].turns == [3]
+    assert "light themes" not in concepts  # the assistant's taste is not the user's preference
+    assert len(LocalConceptExtractor().extract_conversation(log, max_concepts=1)) == 1

@@ -340,4 +340,49 @@ def extract_turns(
                 turns=[t.seq for t in stating],
             )
         )
+    return (_first_person_statements(turns, out) + out)[:max_concepts]
+
+
+# "I prefer dark mode…", "we decided to use Postgres…": said once, yet what a memory is for.
+_STATEMENT = re.compile(
+    r"\b(?:i|we)(?:'d| would| really| always| usually| generally| now)?\s+"
+    r"(?P<verb>prefer|like|love|hate|dislike|avoid|want|need|use|(?:decided|chose|agreed|switched|moved)"
+    r"(?:\s+(?:to\s+use|on|for|to))?)\s+(?P<rest>[^.!?;\n]+)",
+    re.IGNORECASE,
+)
+_DECISION_VERBS = ("decided", "chose", "agreed", "switched", "moved")
+MAX_STATEMENT_LABEL_WORDS = 4
+
+
+def _first_person_statements(turns: list[Turn], found: list[TurnConcept]) -> list[TurnConcept]:
+    """Preferences and decisions the user states in the first person, even once (a keyphrase pass
+    keeps only what recurs): the object of the statement becomes the label, the sentence the
+    definition. Only the user's own turns: an assistant or a tool saying "I prefer" is not the user."""
+    taken = {c.label.lower() for c in found}
+    out: list[TurnConcept] = []
+    for turn in turns:
+        if turn.role.value != "user":
+            continue
+        for sentence in _sentences(turn.content)[0]:
+            match = _STATEMENT.search(sentence)
+            if not match:
+                continue
+            runs = content_runs(match["rest"])
+            if not runs:
+                continue
+            label = " ".join(runs[0][:MAX_STATEMENT_LABEL_WORDS])
+            if len(label) < 3 or label.lower() in taken:
+                continue
+            taken.add(label.lower())
+            decision = match["verb"].lower().startswith(_DECISION_VERBS)
+            out.append(
+                TurnConcept(
+                    label=label,
+                    definition=f"The user said: {sentence.strip()}"[:MAX_DEFINITION_CHARS],
+                    type="decision" if decision else "preference",
+                    importance=7,
+                    related=[],
+                    turns=[turn.seq],
+                )
+            )
     return out

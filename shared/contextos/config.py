@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from contextos.models import Provenance
+
 Dialect = Literal["postgres", "cockroach"]
 
 
@@ -337,6 +339,10 @@ class Settings(BaseSettings):
     region: str = "us-east-1"
     upload_bucket: str = "contextos-uploads"
     upload_prefix: str = "uploads/"
+    # A file dropped into the bucket carries no credential, so no ceiling: whoever may write the
+    # bucket is vouched for at this level. Lower it (e.g. external_doc) when the bucket is fed by
+    # pipelines that copy outside material: what falls below the trust threshold is then held.
+    upload_drop_provenance: Provenance = Provenance.user_upload
     raw_bucket: str | None = None  # defaults to the upload bucket
     raw_prefix: str = "raw/"
     cold_bucket: str = "contextos-cold"

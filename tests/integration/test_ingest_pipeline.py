@@ -106,6 +106,20 @@ def test_a_file_dropped_in_the_upload_bucket_is_ingested_through_the_s3_notifica
     assert len(memories_of(tenant)) >= 3
 
 
+def test_a_bucket_fed_with_outside_material_can_lower_what_a_drop_is_trusted_with(
+    configured, tenant, s3, sqs, local_aws, drain_ingest_queue, monkeypatch
+):
+    monkeypatch.setenv("CONTEXTOS_UPLOAD_DROP_PROVENANCE", "external_doc")  # base trust 0.4 < 0.5
+    container.reset()
+    s3.put_object(Bucket=local_aws.upload_bucket, Key=f"uploads/{tenant}/vendor.md", Body=RUNBOOK.encode())
+    assert run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn) >= 1
+    with container.database().tenant_tx(tenant) as conn:
+        doc = conn.execute("SELECT provenance, status, counts FROM documents").fetchone()
+        held = conn.execute("SELECT count(*) AS n FROM review_queue WHERE status = 'pending'").fetchone()["n"]
+    assert (doc["provenance"], doc["status"]) == ("external_doc", "done")
+    assert memories_of(tenant) == [] and held == doc["counts"]["held_for_review"] >= 3
+
+
 def test_a_poison_message_fails_only_itself(configured, tenant, drain_ingest_queue):
     _, accepted = call_api("POST", "/v1/documents", tenant, {"text": RUNBOOK})
     good = {

@@ -149,7 +149,7 @@ class IngestionService:
             content_hash=content_hash(data),
             filename=safe_filename(name),
             content_type=None,
-            provenance=Provenance.user_upload.value,
+            provenance=self.settings.upload_drop_provenance.value,
             size_bytes=len(data),
             upload_s3_key=key,
         )

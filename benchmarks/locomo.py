@@ -340,6 +340,8 @@ def main() -> None:
     variants: dict[str, tuple[str, dict]] = {"contextos": ("shifted", {}), "contextos_fresh": ("fresh", {})}
     if "recipe" in ContextRequest.model_fields and "intent_adaptive" in getattr(settings.retrieval, "recipes", {}):
         variants["contextos_fresh_adaptive"] = ("fresh", {"recipe": "intent_adaptive"})
+    if "fusion" in getattr(settings.retrieval, "recipes", {}):
+        variants["contextos_fresh_fusion"] = ("fresh", {"recipe": "fusion"})
     methods = (*variants, *BASELINES)
     results: list[dict] = []
     failures: list[dict] = []

@@ -117,14 +117,38 @@ class IntentAdaptiveRecipe(BaseModel):
     frequency_saturation: int = 20  # access count at which the frequency signal reaches 1
 
 
-Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe, Field(discriminator="kind")]
+class FusionRecipe(BaseModel):
+    """Rank fusion: the three searches' scores are not on one scale (a cosine, a text rank, a
+    walk weight), so each search's *ranking* of the candidate pool counts instead (reciprocal
+    rank, k = ``rrf_k``): semantic = Σ wₘ/(k + rankₘ) / Σ wₘ/(k + 1) over the searches that
+    scored the candidate; relevance then weighs semantic, strength and recency as the standard
+    recipe does. The graph walk brings candidates into the pool (each is then ranked by its
+    cosine too) but its weight does not rank them by default: its ties (a shared session links
+    every turn at 0.3) are noise to a ranking, and weighting it at 0.25 cost 3.8 points of LoCoMo
+    R@10 on four conversations (docs/decisions.md)."""
+
+    kind: Literal["fusion"] = "fusion"
+    rrf_k: int = 60
+    weight_semantic: float = 0.4
+    weight_strength: float = 0.3
+    weight_recency: float = 0.3
+    semantic_vector: float = 1.0
+    semantic_text: float = 1.0
+    semantic_graph: float = 0.0
+
+
+Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe | FusionRecipe, Field(discriminator="kind")]
 
 
 class RetrievalSettings(BaseModel):
     """S6 knobs: recipes (weights as data), budgets and search breadth."""
 
     recipes: dict[str, Recipe] = Field(
-        default_factory=lambda: {"standard": StandardRecipe(), "intent_adaptive": IntentAdaptiveRecipe()}
+        default_factory=lambda: {
+            "standard": StandardRecipe(),
+            "intent_adaptive": IntentAdaptiveRecipe(),
+            "fusion": FusionRecipe(),
+        }
     )
     default_recipe: str = "standard"
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextos.config import IntentAdaptiveRecipe, RetrievalSettings, StandardRecipe
+from contextos.config import FusionRecipe, IntentAdaptiveRecipe, RetrievalSettings, StandardRecipe
 from contextos.decay import recency
 from contextos.models import ScoreBreakdown
+
+AnyRecipe = StandardRecipe | IntentAdaptiveRecipe | FusionRecipe
 
 
 @dataclass(slots=True)
@@ -37,13 +40,16 @@ class Ranked:
 def score_candidate(
     c: Candidate,
     cfg: RetrievalSettings,
-    recipe: StandardRecipe | IntentAdaptiveRecipe | None = None,
+    recipe: AnyRecipe | None = None,
     intent: str = "default",
+    fused: float = 0.0,
 ) -> ScoreBreakdown:
-    """One candidate's relevance under a recipe, with every component reported."""
+    """One candidate's relevance under a recipe, with every component reported. ``fused`` is the
+    candidate's rank-fusion semantic score (`fused_semantic`), read by the fusion recipe only."""
     recipe = recipe or cfg.recipe(None)
     rec = recency(c.hours_since_access, cfg.recency_rate_per_hour)
-    bonus = cfg.multi_method_bonus * max(len(c.methods) - 1, 0)
+    # Fusion already rewards a memory every search ranks high: no separate multi-method bonus.
+    bonus = 0.0 if isinstance(recipe, FusionRecipe) else cfg.multi_method_bonus * max(len(c.methods) - 1, 0)
     if isinstance(recipe, IntentAdaptiveRecipe):
         w = recipe.profiles.get(intent) or recipe.profiles["default"]
         importance = c.importance / 10.0
@@ -57,6 +63,12 @@ def score_candidate(
             + w.frequency * frequency
         )
         semantic = c.vector
+    elif isinstance(recipe, FusionRecipe):
+        semantic = fused
+        relevance = (
+            recipe.weight_semantic * semantic + recipe.weight_strength * c.strength + recipe.weight_recency * rec
+        )
+        importance = frequency = 0.0
     else:
         semantic = recipe.semantic_vector * c.vector + recipe.semantic_text * c.text + recipe.semantic_graph * c.graph
         relevance = (
@@ -91,14 +103,34 @@ def softmax(values: Sequence[float], temperature: float) -> list[float]:
     return [e / total for e in exps]
 
 
+def fused_semantic(candidates: Sequence[Candidate], recipe: FusionRecipe) -> list[float]:
+    """Per candidate, Σ wₘ/(k + rankₘ) over the searches that scored it, divided by Σ wₘ/(k + 1)
+    so a candidate every search ranks first scores 1. Tied scores share a rank (1 + how many
+    scored strictly higher): a saturated text match or a shared-session link says nothing about
+    which of the tied memories is better, so an arbitrary order must not become a score."""
+    weights = {"vector": recipe.semantic_vector, "text": recipe.semantic_text, "graph": recipe.semantic_graph}
+    fused = [0.0] * len(candidates)
+    for method, weight in weights.items():
+        if weight <= 0:
+            continue
+        descending = sorted(-getattr(c, method) for c in candidates if getattr(c, method) > 0)
+        for i, c in enumerate(candidates):
+            value = getattr(c, method)
+            if value > 0:
+                fused[i] += weight / (recipe.rrf_k + 1 + bisect_left(descending, -value))
+    best = sum(w / (recipe.rrf_k + 1) for w in weights.values() if w > 0) or 1.0
+    return [f / best for f in fused]
+
+
 def rank(
     candidates: Sequence[Candidate],
     cfg: RetrievalSettings,
-    recipe: StandardRecipe | IntentAdaptiveRecipe | None = None,
+    recipe: AnyRecipe | None = None,
     intent: str = "default",
 ) -> list[Ranked]:
     """Score, softmax-normalize and sort; ties by strength, then recency, then importance."""
-    ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent)) for c in candidates]
+    fused = fused_semantic(candidates, recipe) if isinstance(recipe, FusionRecipe) else [0.0] * len(candidates)
+    ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent, f)) for c, f in zip(candidates, fused, strict=True)]
     probabilities = softmax([r.score.relevance for r in ranked], cfg.softmax_temperature)
     for r, p in zip(ranked, probabilities, strict=True):
         r.score.probability = p

@@ -81,3 +81,28 @@ def test_the_intent_adaptive_recipe_weighs_six_signals_per_intent_by_hand():
     assert brainstorm.relevance != debug.relevance
     recall = score_candidate(c, CFG, recipe, "recall")  # no profile of its own: the default one
     assert recall.relevance == pytest.approx(score_candidate(c, CFG, recipe, "default").relevance)
+
+
+def test_the_fusion_recipe_ranks_by_reciprocal_ranks_with_shared_ranks_for_ties():
+    from contextos.config import FusionRecipe
+    from contextos.scoring import fused_semantic
+
+    recipe = FusionRecipe(rrf_k=60, semantic_vector=1.0, semantic_text=1.0, semantic_graph=0.0)
+    pool = [
+        Candidate(id="a", strength=1.0, hours_since_access=0, importance=5, vector=0.9, text=0.0, graph=0.3),
+        Candidate(id="b", strength=1.0, hours_since_access=0, importance=5, vector=0.5, text=1.0, graph=0.3),
+        Candidate(id="c", strength=1.0, hours_since_access=0, importance=5, vector=0.7, text=1.0),
+    ]
+    best = 2 / 61
+    # a: vector rank 1, no text → (1/61) / best; b: vector 3, text tied first with c → (1/63 + 1/61);
+    # c: vector 2, text 1 → (1/62 + 1/61). The graph ties at 0.3 weigh nothing by default.
+    expected = [(1 / 61) / best, (1 / 63 + 1 / 61) / best, (1 / 62 + 1 / 61) / best]
+    assert fused_semantic(pool, recipe) == pytest.approx(expected)
+    ranked = rank(pool, RetrievalSettings(), recipe)
+    assert [r.candidate.id for r in ranked] == ["c", "b", "a"]
+    top = ranked[0].score
+    assert top.recipe == "fusion" and top.bonus == 0.0  # fusion already rewards agreement
+    assert top.relevance == pytest.approx(0.4 * expected[2] + 0.3 * 1.0 + 0.3 * top.recency)
+    # With the graph weighted, its tied 0.3 gives a and b the same rank, not an arbitrary order.
+    graphed = fused_semantic(pool, FusionRecipe(semantic_vector=0.0, semantic_text=0.0, semantic_graph=1.0))
+    assert graphed[0] == graphed[1] == pytest.approx(1.0) and graphed[2] == 0.0

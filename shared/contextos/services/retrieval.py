@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from contextos.config import IntentAdaptiveRecipe, Settings, StandardRecipe
+from contextos.config import Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import UnknownRecipe
@@ -16,7 +16,7 @@ from contextos.models import Band, ContextRequest, ContextResult, ScoredMemory, 
 from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
-from contextos.scoring import Candidate, Ranked, rank
+from contextos.scoring import AnyRecipe, Candidate, Ranked, rank
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads
 from contextos.store.reports import community_peers
@@ -111,7 +111,7 @@ class RetrievalService:
             memories=[_scored(r, "L1", sources) for r in ranked],
         )
 
-    def _recipe(self, name: str | None) -> StandardRecipe | IntentAdaptiveRecipe:
+    def _recipe(self, name: str | None) -> AnyRecipe:
         try:
             return self.settings.retrieval.recipe(name)
         except KeyError as exc:

@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from contextos.errors import NotFound, TransientError
+from contextos.errors import NotFound, PayloadTooLarge, TransientError
+
+
+@contextmanager
+def _reading(bucket: str, key: str) -> Iterator[None]:
+    """S3 read failures as domain errors: a missing object is NotFound, anything else transient."""
+    try:
+        yield
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in {"NoSuchKey", "404", "NotFound"}:
+            raise NotFound(f"s3://{bucket}/{key} does not exist") from exc
+        raise TransientError(f"could not read s3://{bucket}/{key}: {code}") from exc
+    except BotoCoreError as exc:
+        raise TransientError(f"could not read s3://{bucket}/{key}") from exc
 
 
 class S3BlobStore:
@@ -24,36 +40,20 @@ class S3BlobStore:
 
     def get(self, bucket: str, key: str, *, max_bytes: int | None = None) -> bytes:
         """Read an object; refuse (without reading it) one larger than ``max_bytes``."""
-        try:
+        with _reading(bucket, key):
             if max_bytes is not None:
                 head = self._client.head_object(Bucket=bucket, Key=key)
                 if head["ContentLength"] > max_bytes:
-                    from contextos.errors import PayloadTooLarge
-
                     raise PayloadTooLarge(
                         f"object is {head['ContentLength']} bytes; the limit is {max_bytes}",
                         details={"size": head["ContentLength"]},
                     )
             return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in {"NoSuchKey", "404", "NotFound"}:
-                raise NotFound(f"s3://{bucket}/{key} does not exist") from exc
-            raise TransientError(f"could not read s3://{bucket}/{key}: {code}") from exc
-        except BotoCoreError as exc:
-            raise TransientError(f"could not read s3://{bucket}/{key}") from exc
 
     def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
         """Bytes ``start``..``end`` (inclusive) of an object: one ranged GET."""
-        try:
+        with _reading(bucket, key):
             return self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")["Body"].read()
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in {"NoSuchKey", "404", "NotFound"}:
-                raise NotFound(f"s3://{bucket}/{key} does not exist") from exc
-            raise TransientError(f"could not read s3://{bucket}/{key}: {code}") from exc
-        except BotoCoreError as exc:
-            raise TransientError(f"could not read s3://{bucket}/{key}") from exc
 
 
 class SqsQueue:

@@ -73,6 +73,10 @@ class LifecycleSettings(BaseModel):
     reactivation_strength: float = 0.5
     reactivation_max_per_query: int = 3
     max_reminders_listed: int = 200
+    # S6.2's text search leaves out the words this share of a tenant's hot memories hold (near-zero
+    # BM25 weight, milliseconds of posting list each); only for tenants this large, recounted each scan
+    common_lexeme_share: float = 0.05
+    common_lexeme_min_memories: int = 20_000
 
 
 class StandardRecipe(BaseModel):
@@ -154,12 +158,13 @@ class RetrievalSettings(BaseModel):
 
     vector_k: int = 20
     text_k: int = 10  # per key phrase
-    text_match_cap: int = 500  # matches ranked per query form of a phrase (bounds broad phrases)
+    text_match_cap: int = 100  # matches ranked per query form of a phrase (bounds broad phrases)
     graph_seeds: int = 10  # top hits of each of the vector and text searches that seed the walk
     graph_hops: int = 2
     graph_fall: float = 0.5  # weight multiplier per hop (times the edge's own weight)
     graph_shared_source_weight: float = 0.3  # implicit edge: two memories from one document/session
     graph_k: int = 20
+    max_pinned: int = 20  # always_load memories read into every context (S10), most important first
     hnsw_ef_search: int = 100
     exact_scan_max_rows: int = 20_000  # below this many hot rows in scope, scan exactly (FIELD-NOTES)
     recency_rate_per_hour: float = 0.1

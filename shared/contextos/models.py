@@ -210,6 +210,7 @@ class LifecycleReport(BaseModel):
     stage_s: dict[str, float] = Field(default_factory=dict)  # seconds per stage, summed over tenants
     vectors_indexed: int = 0  # fresh vectors moved into the ANN index
     housekeeping: int = 0  # rows removed by housekeeping chores
+    common_lexemes: int = 0  # words too common in large tenants to search by (S6.2), recounted
     elapsed_s: float = 0.0
 
 

@@ -66,7 +66,14 @@ def test_the_text_search_function_sees_only_the_transactions_tenant(configured, 
     spec = [("Quarantine rule", "Files that fail the virus scan go to the zx-7731 holding area.", "rule")]
     store_concepts(store, tenant, candidates(local_embedder, spec))
     store_concepts(store, "other-" + tenant, candidates(local_embedder, spec))
-    assert len(store.text_search(tenant, ["zx-7731"], k=10)) == 1
+    assert len(store.text_search(tenant, [["zx-7731"]], k=10, cap=100)) == 1
     with container.database().system_tx() as conn:  # no tenant setting: the function finds nothing
-        rows = conn.execute("SELECT * FROM contextos_text_search('zx-7731', NULL, 10, 500)").fetchall()
+        rows = conn.execute(
+            "SELECT * FROM contextos_text_search_phrases(ARRAY['zx-7731'], ARRAY['zx 7731'], ARRAY[1], 10, 100)"
+        ).fetchall()
+    assert rows == []
+    with container.database().tenant_tx("nobody-" + tenant) as conn:  # another tenant's setting: nothing either
+        rows = conn.execute(
+            "SELECT * FROM contextos_text_search_phrases(ARRAY['zx-7731'], ARRAY['zx 7731'], ARRAY[1], 10, 100)"
+        ).fetchall()
     assert rows == []

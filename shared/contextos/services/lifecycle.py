@@ -1,8 +1,9 @@
 """The lifecycle scan (S5): set-based, keyset-batched, touching only memories whose band is due.
 
 Per tenant: materialize due band transitions (opening reminders for newly critical memories),
-archive forgotten and long-superseded memories to cold storage, expire scratch memories, then
-settle fresh vectors into the ANN index. Each batch is its own transaction that claims its rows
+archive forgotten and long-superseded memories to cold storage, expire scratch memories, settle
+fresh vectors into the ANN index, then recount the words too common to search by (S6.2). Each batch
+is its own transaction that claims its rows
 with SKIP LOCKED, so a second scan running at once takes other rows, and a scan that dies is
 resumed by the next one: the work left is whatever the indexes still find.
 """
@@ -83,6 +84,8 @@ class LifecycleService:
         while settled := self.store.settle_vectors(tenant_id, limit=batch):
             report.vectors_indexed += settled
         clock.lap("settle_vectors")
+        report.common_lexemes += self.lifecycle.refresh_common_lexemes(tenant_id)
+        clock.lap("text_statistics")
 
     def reminders(
         self, tenant_id: str, *, include_acknowledged: bool = False, limit: int | None = None, cursor: str | None = None

@@ -19,9 +19,12 @@ from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scoring import AnyRecipe, Candidate, Ranked, rank
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads
-from contextos.store.reports import community_peers
 from contextos.store.repository import MemoryStore
 from contextos.trust import composite_trust
+
+# The read path's concurrent statement (the text search, beside the vector search on the caller's
+# thread): one small pool per process, shared by every request.
+_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="contextos-search")
 
 
 @dataclass
@@ -53,17 +56,16 @@ class RetrievalService:
             else []
         )
         reads = self._reads(request.as_of)  # S7: as_of answers from history
-        rows, found = self._search(tenant_id, analysis, query_vector, reads)
-        pinned = self._candidates(
-            reads.pinned_rows(tenant_id, query_vector), {}, pinned=True, min_trust=request.min_trust
-        )
+        rows, found = self._search(tenant_id, analysis, query_vector, reads, pinned=cfg.max_pinned)
+        pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
+        rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
         scope = {"min_trust": request.min_trust, "historical": request.as_of is not None}
         ranked = rank(
             [c for c in self._candidates(rows, found, **scope) if c.id not in pinned_ids], cfg, recipe, intent
         )
         pinned_ranked = rank(pinned, cfg, recipe, intent)
-        sources = self.store.sources_of(tenant_id, [r.candidate.id for r in pinned_ranked + ranked])
+        sources = _sources(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
         budget = request.token_budget or cfg.token_budget
         excerpts = self.store.excerpts_of(
@@ -103,7 +105,7 @@ class RetrievalService:
         rows, found = self._search(tenant_id, analysis, query_vector, self._reads(request.as_of))
         candidates = self._candidates(rows, found, min_trust=request.min_trust, historical=request.as_of is not None)
         ranked = rank(candidates, cfg, recipe, analysis.intent)[: request.limit]
-        sources = self.store.sources_of(tenant_id, [r.candidate.id for r in ranked])
+        sources = _sources(ranked)
         return SearchResult(
             query=request.query,
             intent=analysis.intent,
@@ -130,30 +132,34 @@ class RetrievalService:
         analysis: QueryAnalysis,
         query_vector: list[float],
         reads: MemoryStore | HistoricalReads | None = None,
+        *,
+        pinned: int = 0,
     ) -> tuple[list[dict], dict[object, dict[str, float]]]:
-        """The three searches (S6.2): vector and text concurrently, then the graph from their hits.
+        """The three searches (S6.2): vector and text concurrently (two statements on two
+        connections), then one statement that walks the graph from their hits and reads every
+        candidate's scoring row and sources, plus up to ``pinned`` always_load memories.
 
-        Returns the candidates' rows (with each one's exact cosine to the query) and, per memory,
-        the score each method gave it.
+        Returns the candidates' rows (with each one's exact cosine to the query; the always_load
+        ones flagged ``pinned``) and, per memory, the score each method gave it.
         """
         cfg = self.settings.retrieval
         reads = reads or self.store
+        text_job = _SEARCHES.submit(
+            reads.text_search,
+            tenant_id,
+            [analysis.terms(phrase) for phrase in analysis.phrases],
+            k=cfg.text_k,
+            cap=cfg.text_match_cap,
+        )
+        vector_rows = reads.vector_search(
+            tenant_id,
+            query_vector,
+            k=cfg.vector_k,
+            ef_search=cfg.hnsw_ef_search,
+            exact_scan_max_rows=cfg.exact_scan_max_rows,
+        )
+        text_rows = text_job.result()
         found: dict[object, dict[str, float]] = {}
-        with ThreadPoolExecutor(max_workers=1 + len(analysis.phrases)) as pool:
-            vector_job = pool.submit(
-                reads.vector_search,
-                tenant_id,
-                query_vector,
-                k=cfg.vector_k,
-                ef_search=cfg.hnsw_ef_search,
-                exact_scan_max_rows=cfg.exact_scan_max_rows,
-            )
-            text_jobs = [
-                pool.submit(reads.text_search, tenant_id, analysis.terms(phrase), k=cfg.text_k, cap=cfg.text_match_cap)
-                for phrase in analysis.phrases
-            ]
-            vector_rows = vector_job.result()
-            text_rows = [row for job in text_jobs for row in job.result()]
         for row in vector_rows:
             found.setdefault(row["id"], {})["vector"] = max(float(row["vector_sim"]), 0.0)
         top_rank = max((float(r["rank"]) for r in text_rows), default=0.0) or 1.0
@@ -165,32 +171,31 @@ class RetrievalService:
             scores["text"] = max(scores.get("text", 0.0), score)
         seeds = [r["id"] for r in vector_rows[: cfg.graph_seeds]]
         seeds += [r["id"] for r in text_rows[: cfg.graph_seeds] if r["id"] not in seeds]
-        for row in reads.graph_expand(
+        reports = self.settings.reports
+        top = [r["id"] for r in vector_rows[: reports.community_top_hits]]
+        top += [r["id"] for r in text_rows[: reports.community_top_hits]]
+        rows = reads.candidate_pool(
             tenant_id,
-            seeds,
+            query_vector,
+            seeds=seeds,
+            found=list(found),
+            top=top if reports.community_bonus > 0 else [],
             hops=cfg.graph_hops,
             fall=cfg.graph_fall,
             shared_source_weight=cfg.graph_shared_source_weight,
             k=cfg.graph_k,
-        ):
+            pinned=pinned,
+        )
+        for row in rows:
+            if row["pinned"]:
+                continue
             scores = found.setdefault(row["id"], {})
-            scores["graph"] = max(scores.get("graph", 0.0), min(float(row["weight"]), 1.0))
-        self._community_bonus(tenant_id, vector_rows, text_rows, found)
-        rows = reads.candidate_rows(tenant_id, list(found), query_vector)
+            if row["graph_weight"] > 0:
+                scores["graph"] = max(scores.get("graph", 0.0), min(float(row["graph_weight"]), 1.0))
+            if row["community"]:
+                # S9: kept apart from the methods, so it does not also earn the multi-method bonus
+                scores["community"] = reports.community_bonus
         return rows, found
-
-    def _community_bonus(
-        self, tenant_id: str, vector_rows: list[dict], text_rows: list[dict], found: dict[object, dict[str, float]]
-    ) -> None:
-        """S9: a candidate in the same community as a top hit gets ``community_bonus`` of graph score
-        (kept apart from the methods, so it does not also earn the multi-method bonus)."""
-        reports = self.settings.reports
-        if reports.community_bonus <= 0:
-            return
-        top = reports.community_top_hits
-        top_hits = [r["id"] for r in vector_rows[:top]] + [r["id"] for r in text_rows[:top]]
-        for memory_id in community_peers(self.store.db, tenant_id, top_hits, list(found)):
-            found[memory_id]["community"] = reports.community_bonus
 
     def _candidates(
         self,
@@ -288,6 +293,11 @@ class RetrievalService:
         ]
         index = [m.label for m in memories if m.tier_used == "L0"]
         return memories, index, used
+
+
+def _sources(ranked: list[Ranked]) -> dict[object, list[str]]:
+    """memory id → its distinct sources, as the candidate pool read them."""
+    return {r.candidate.id: sorted(s for s in r.candidate.payload.get("sources") or [] if s) for r in ranked}
 
 
 def _scored(r: Ranked, tier: str, sources: dict, excerpts: list[str] | None = None) -> ScoredMemory:

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from contextos.store.db import Database
 from contextos.store.sql import current_strength
+from contextos.store.text_search import search_phrases
 from pgvector import Vector
 
 
@@ -47,18 +48,24 @@ def live_now(alias: str) -> str:
     return f"({alias}.state = 'active' AND {alias}.tier = 'hot')"
 
 
-def graph_walk_sql(live: Callable[[str], str], *, as_of: bool) -> str:
-    """The 2-hop walk of S6 (both directions, weight falling per hop, no walk back to its own seed,
-    memories sharing a source as implicit neighbours, a superseded memory leading forward to its
-    successor). ``live`` says which memories a read may see; ``as_of`` also drops the edges and
-    occurrences recorded after %(as_of)s. The present and the historical read share this text."""
+def _reach_ctes(as_of: bool, hops: int) -> str:
+    """The walk's CTEs, ending in ``reached(id, weight)``: every memory within ``hops`` edges of a
+    seed (either direction, weight multiplied by the edge's weight and %(fall)s per hop, no walk back
+    to its own seed) or sharing a source document or session with one (implicit edges), at its best
+    weight. ``as_of`` also drops the edges and occurrences recorded after %(as_of)s.
+
+    Each hop walks on only from the %(k)s heaviest memories of the hop before: a memory reached
+    through any other is lighter than all of those (weights never grow along a walk), so it could
+    not make the top %(k)s anyway — and the walk's cost stays flat however connected the graph is.
+    """
     edge_then = " AND r.created_at <= %(as_of)s" if as_of else ""
     item_then = " AND other.created_at <= %(as_of)s" if as_of else ""
-    return f"""WITH RECURSIVE walk(origin, id, weight, hop) AS (
-                   SELECT s, s, 1.0::float8, 0 FROM unnest(%(seeds)b::uuid[]) AS s
-                   UNION ALL
-                   SELECT w.origin, step.next_id, w.weight * step.weight * %(fall)s, w.hop + 1
-                   FROM walk w
+    ctes = ["front0(origin, id, weight) AS (SELECT s, s, 1.0::float8 FROM unnest(%(seeds)b::uuid[]) AS s)"]
+    for n in range(1, max(hops, 0) + 1):
+        ctes.append(
+            f"""hop{n}(origin, id, weight) AS (
+                   SELECT w.origin, step.next_id, w.weight * step.weight * %(fall)s
+                   FROM front{n - 1} w
                    CROSS JOIN LATERAL (
                        SELECT r.dst_id AS next_id, r.weight FROM relationships r
                        WHERE r.tenant_id = %(tenant)s AND r.src_id = w.id AND r.type <> 'contradicts'{edge_then}
@@ -66,39 +73,154 @@ def graph_walk_sql(live: Callable[[str], str], *, as_of: bool) -> str:
                        SELECT r.src_id, r.weight FROM relationships r
                        WHERE r.tenant_id = %(tenant)s AND r.dst_id = w.id AND r.type <> 'contradicts'{edge_then}
                    ) step
-                   WHERE w.hop < %(hops)s
-               ),
-               implicit AS (
+                   WHERE step.next_id <> w.origin  -- no round trips home
+               )"""
+        )
+        if n < hops:  # the heaviest distinct memories of this hop lead the next one
+            ctes.append(
+                f"""front{n} AS (
+                       SELECT origin, id, weight FROM (
+                           SELECT DISTINCT ON (id) origin, id, weight FROM hop{n} ORDER BY id, weight DESC
+                       ) best
+                       ORDER BY weight DESC, id
+                       LIMIT %(k)s
+                   )"""
+            )
+    steps = [f"SELECT id, weight FROM hop{n}" for n in range(1, max(hops, 0) + 1)] + ["SELECT id, weight FROM implicit"]
+    ctes.append(
+        f"""implicit AS (
                    SELECT other.memory_id AS id, %(shared)s::float8 AS weight
                    FROM memory_items seed
                    JOIN memory_items other
                      ON other.tenant_id = seed.tenant_id AND other.memory_id <> seed.memory_id
                     AND (other.document_id = seed.document_id OR other.session_id = seed.session_id)
                    WHERE seed.tenant_id = %(tenant)s AND seed.memory_id = ANY(%(seeds)b::uuid[]){item_then}
-               ),
-               reached AS (
-                   SELECT id, weight FROM walk WHERE hop > 0 AND id <> origin  -- no round trips home
-                   UNION ALL
-                   SELECT id, weight FROM implicit
+               )"""
+    )
+    ctes.append(
+        f"""reached AS (
+                   SELECT id, max(weight) AS weight FROM ({" UNION ALL ".join(steps)}) steps
+                   GROUP BY id
+               )"""
+    )
+    return ",\n               ".join(ctes)
+
+
+def _graph_cte(live: Callable[[str], str]) -> str:
+    """``graph(id, weight)``: the %(k)s heaviest memories reached that a read may see, a superseded
+    one standing for its successor. The reached memories are read best first and only until k are
+    found, not all of them."""
+    return f"""graph AS (
+                   SELECT id, max(weight) AS weight FROM (
+                       SELECT seen.id, reached.weight
+                       FROM (SELECT id, weight FROM reached ORDER BY weight DESC, id) reached
+                       CROSS JOIN LATERAL (
+                           SELECT COALESCE(successor.id, m.id) AS id
+                           FROM memories m
+                           LEFT JOIN memories successor
+                             ON successor.tenant_id = m.tenant_id AND successor.id = m.superseded_by
+                            AND NOT {live("m")} AND {live("successor")}
+                           WHERE m.tenant_id = %(tenant)s AND m.id = reached.id
+                             AND ({live("m")} OR successor.id IS NOT NULL)
+                       ) seen
+                       LIMIT %(k)s
+                   ) hits
+                   GROUP BY id
+               )"""
+
+
+def graph_walk_sql(live: Callable[[str], str], *, as_of: bool, hops: int) -> str:
+    """The walk of S6 on its own: ``(id, weight)``, heaviest first. ``live`` says which memories a
+    read may see. The present and the historical read share this text."""
+    return f"""WITH {_reach_ctes(as_of, hops)},
+               {_graph_cte(live)}
+               SELECT id, weight FROM graph ORDER BY weight DESC, id"""
+
+
+def candidate_pool_sql(live: Callable[[str], str], *, as_of: bool, hops: int) -> str:
+    """The read path's second step in one statement: the graph walk from %(seeds)s, merged with the
+    vector and text hits (%(found)s), and for each candidate everything scoring and the budgets
+    need — the scoring row, the walk's weight, its sources, and whether it shares an S9 community
+    with one of %(top)s; then, flagged ``pinned``, up to %(pinned)s ``always_load`` memories (S10),
+    which are in every context whatever the query."""
+    return f"""WITH {_reach_ctes(as_of, hops)},
+               {_graph_cte(live)},
+               pool AS (
+                   SELECT id, max(weight) AS graph_weight FROM (
+                       SELECT id, weight FROM graph
+                       UNION ALL
+                       SELECT f, 0.0 FROM unnest(%(found)b::uuid[]) AS f
+                   ) merged
+                   GROUP BY id
                )
-               SELECT COALESCE(successor.id, m.id) AS id, max(reached.weight) AS weight
-               FROM reached
-               JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = reached.id
-               LEFT JOIN memories successor
-                 ON successor.tenant_id = m.tenant_id AND successor.id = m.superseded_by
-                AND NOT {live("m")} AND {live("successor")}
-               WHERE {live("m")} OR successor.id IS NOT NULL
-               GROUP BY COALESCE(successor.id, m.id)
-               ORDER BY max(reached.weight) DESC, COALESCE(successor.id, m.id)
-               LIMIT %(k)s"""
+               SELECT {scoring_columns(as_of)}, pool.graph_weight,
+                      EXISTS (
+                          SELECT 1 FROM memory_communities c
+                          JOIN memory_communities t ON t.tenant_id = c.tenant_id AND t.community = c.community
+                          WHERE c.tenant_id = m.tenant_id AND c.memory_id = m.id
+                            AND t.memory_id = ANY(%(top)b::uuid[]) AND t.memory_id <> m.id
+                      ) AS community,
+                      false AS pinned
+               FROM pool
+               JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = pool.id
+               LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+               WHERE {live("m")}
+               UNION ALL
+               (SELECT {scoring_columns(as_of)}, 0.0, false, true
+                FROM memories m
+                LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                WHERE m.tenant_id = %(tenant)s AND m.always_load AND {live("m")}
+                ORDER BY m.importance DESC, m.created_at
+                LIMIT %(pinned)s)"""
+
+
+def pool_params(
+    tenant_id: str,
+    query_vector: Sequence[float],
+    seeds: Sequence[UUID],
+    found: Sequence[UUID],
+    top: Sequence[UUID],
+    fall: float,
+    shared_source_weight: float,
+    k: int,
+    pinned: int,
+) -> dict:
+    """`candidate_pool_sql`'s parameters."""
+    return {
+        "tenant": tenant_id,
+        "q": Vector(list(query_vector)),
+        "seeds": list(seeds),
+        "found": list(found),
+        "top": list(top),
+        "fall": fall,
+        "shared": shared_source_weight,
+        "k": k,
+        "pinned": pinned,
+    }
+
+
+def sources(alias: str, as_of: bool = False) -> str:
+    """A memory's distinct sources (documents, or ``session:<id>``), as a sorted array."""
+    when = " AND i.created_at <= %(as_of)s" if as_of else ""
+    return (
+        "(SELECT COALESCE(array_agg(DISTINCT coalesce(i.document_id::text, 'session:' || i.session_id)), '{}')"
+        f" FROM memory_items i WHERE i.tenant_id = {alias}.tenant_id AND i.memory_id = {alias}.id{when})"
+    )
+
+
+def scoring_columns(as_of: bool) -> str:
+    """What scoring and the budgets read of a memory ``m`` (joined to its vector ``v``): its row,
+    strength now, corroborations (recorded by %(as_of)s when ``as_of``), exact cosine to %(q)s and
+    sources."""
+    return f"""{ROW_COLUMNS}, {current_strength("m")} AS strength,
+               {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
+               COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim,
+               {sources("m", as_of)} AS sources"""
 
 
 def scored_rows_sql(live: Callable[[str], str], where: str, *, as_of: bool, tail: str = "") -> str:
-    """Everything scoring needs for the memories ``where`` picks, with each one's exact cosine to
-    %(q)s and its corroborations (recorded by %(as_of)s when ``as_of``)."""
-    return f"""SELECT {ROW_COLUMNS}, {current_strength("m")} AS strength,
-                      {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
-                      COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim
+    """`scoring_columns` for the memories ``where`` picks."""
+    return f"""SELECT {scoring_columns(as_of)}
                FROM memories m
                LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                WHERE m.tenant_id = %(tenant)s AND {where} AND {live("m")}
@@ -107,7 +229,7 @@ def scored_rows_sql(live: Callable[[str], str], where: str, *, as_of: bool, tail
 
 @dataclass
 class HistoricalReads:
-    """The read path's five queries, answered as of ``as_of``."""
+    """The read path's queries, answered as of ``as_of``."""
 
     db: Database
     as_of: datetime
@@ -128,41 +250,9 @@ class HistoricalReads:
                 {"tenant": tenant_id, "q": Vector(list(embedding)), "k": k, "as_of": self.as_of},
             ).fetchall()
 
-    def text_search(self, tenant_id: str, terms: Sequence[str], *, k: int, cap: int = 500) -> list[dict]:
-        from contextos.store.repository import _tsquery_words
-
-        phrase = terms[0]
-        params = {
-            "phrase": phrase,
-            "any_terms": " | ".join(_tsquery_words(terms)) or None,
-            "k": k,
-            "cap": cap,
-            "tenant": tenant_id,
-            "lower": phrase.lower(),
-            "as_of": self.as_of,
-        }
-        match self.db.dialect.name:
-            case "postgres":
-                sql = (
-                    "SELECT id, rank, label_match"
-                    " FROM contextos_text_search_as_of(%(phrase)s, %(any_terms)s, %(k)s, %(cap)s, %(as_of)s)"
-                )
-            case "cockroach":
-                sql = f"""WITH q AS (
-                           SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
-                                  COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery) AS any_q
-                       )
-                       SELECT m.id,
-                              2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q) AS rank,
-                              (position(%(lower)s IN lower(m.label)) > 0
-                               OR position(%(lower)s IN lower(m.definition)) > 0) AS label_match
-                       FROM memories m, q
-                       WHERE m.tenant_id = %(tenant)s AND {believed("m")}
-                         AND m.search_tsv @@ (q.phrase_q || q.any_q)
-                       ORDER BY label_match DESC, rank DESC
-                       LIMIT %(k)s"""
+    def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(sql, params).fetchall()
+            return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap, as_of=self.as_of)
 
     def graph_expand(
         self, tenant_id: str, seeds: Sequence[UUID], *, hops: int, fall: float, shared_source_weight: float, k: int
@@ -173,11 +263,10 @@ class HistoricalReads:
             return []
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                graph_walk_sql(believed, as_of=True),
+                graph_walk_sql(believed, as_of=True, hops=hops),
                 {
                     "tenant": tenant_id,
                     "seeds": list(seeds),
-                    "hops": hops,
                     "fall": fall,
                     "shared": shared_source_weight,
                     "k": k,
@@ -185,23 +274,24 @@ class HistoricalReads:
                 },
             ).fetchall()
 
-    def candidate_rows(self, tenant_id: str, ids: Sequence[UUID], query_vector: Sequence[float]) -> list[dict]:
-        if not ids:
-            return []
+    def candidate_pool(
+        self,
+        tenant_id: str,
+        query_vector: Sequence[float],
+        *,
+        seeds: Sequence[UUID],
+        found: Sequence[UUID],
+        top: Sequence[UUID],
+        hops: int,
+        fall: float,
+        shared_source_weight: float,
+        k: int,
+        pinned: int,
+    ) -> list[dict]:
+        """The store's candidate pool over what was believed then (edges and occurrences recorded by then)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                scored_rows_sql(believed, "m.id = ANY(%(ids)b::uuid[])", as_of=True),
-                {"tenant": tenant_id, "ids": list(ids), "q": Vector(list(query_vector)), "as_of": self.as_of},
-            ).fetchall()
-
-    def pinned_rows(self, tenant_id: str, query_vector: Sequence[float], *, limit: int = 20) -> list[dict]:
-        with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
-                scored_rows_sql(
-                    believed,
-                    "m.always_load",
-                    as_of=True,
-                    tail="ORDER BY m.importance DESC, m.created_at LIMIT %(limit)s",
-                ),
-                {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit, "as_of": self.as_of},
+                candidate_pool_sql(believed, as_of=True, hops=hops),
+                pool_params(tenant_id, query_vector, seeds, found, top, fall, shared_source_weight, k, pinned)
+                | {"as_of": self.as_of},
             ).fetchall()

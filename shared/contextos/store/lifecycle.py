@@ -121,11 +121,37 @@ class ColdClaim:
     conn: Any
 
 
+COMMON_LEXEMES_SQL = """
+    INSERT INTO text_common_lexemes (tenant_id, lexeme, share)
+    SELECT %(tenant)s, s.word, s.ndoc::real / %(hot)s
+    FROM ts_stat(format('SELECT search_tsv FROM memories WHERE tenant_id = %%L'
+                        ' AND state = ''active'' AND tier = ''hot''', %(tenant)s::text)) AS s
+    WHERE s.ndoc >= %(share)s * %(hot)s"""
+
+
 class LifecycleStore:
     def __init__(self, db: Database, decay: DecaySettings, settings: LifecycleSettings) -> None:
         self.db = db
         self.decay = decay
         self.settings = settings
+
+    # -- text statistics ------------------------------------------------------------------------
+    def refresh_common_lexemes(self, tenant_id: str) -> int:
+        """Recount the lexemes that at least ``common_lexeme_share`` of a large tenant's hot memories
+        hold (S6.2's text search leaves them out, migration 0015); a tenant below
+        ``common_lexeme_min_memories`` keeps none. One ts_stat pass over the tenant's search vectors."""
+        cfg = self.settings
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute("DELETE FROM text_common_lexemes WHERE tenant_id = %s", [tenant_id])
+            if self.db.dialect.name != "postgres":  # no ts_stat: every word is searched
+                return 0
+            row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
+            hot = row["hot_memories"] if row else 0
+            if hot < cfg.common_lexeme_min_memories:
+                return 0
+            return conn.execute(
+                COMMON_LEXEMES_SQL, {"tenant": tenant_id, "hot": hot, "share": cfg.common_lexeme_share}
+            ).rowcount
 
     # -- band transitions and reminders ---------------------------------------------------
     def materialize(self, tenant_id: str, *, after: tuple[datetime, UUID] | None, limit: int) -> TransitionBatch:

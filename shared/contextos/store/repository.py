@@ -6,7 +6,6 @@ would too: RLS is the second wall, not the first.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -28,8 +27,9 @@ from contextos.store.governance import (
     JudgementCache,
     write_audit,
 )
-from contextos.store.history import graph_walk_sql, live_now, scored_rows_sql
+from contextos.store.history import candidate_pool_sql, graph_walk_sql, live_now, pool_params
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
+from contextos.store.text_search import search_phrases
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -766,54 +766,29 @@ class MemoryStore:
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
         exact = self.db.dialect.exact_scan_sql()
         with self.db.tenant_tx(tenant_id) as conn:
-            hot = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
+            hot = conn.execute(
+                f"SELECT hot_memories, {self.db.dialect.search_breadth_setting_sql()}"
+                " FROM tenants WHERE tenant_id = %s",
+                [str(max(ef_search, k)), tenant_id],
+            ).fetchone()
             if exact and hot is not None and hot["hot_memories"] <= exact_scan_max_rows:
                 conn.execute(exact)  # a small scope: one exact pass beats an ANN pass that may come up short
                 return conn.execute(query, params).fetchall()
-            conn.execute(self.db.dialect.search_breadth_sql(max(ef_search, k)))
+            if hot is None:  # no tenant row yet: set the breadth on its own
+                conn.execute(self.db.dialect.search_breadth_sql(max(ef_search, k)))
             rows = conn.execute(query, params).fetchall()
             if len(rows) < k and exact:
                 conn.execute(exact)
                 rows = conn.execute(query, params).fetchall()
         return rows
 
-    def text_search(self, tenant_id: str, terms: Sequence[str], *, k: int, cap: int = 500) -> list[dict]:
-        """One key phrase (with its synonyms) over labels and definitions: full-text rank, with the
-        phrase appearing verbatim ranked first, so an exact rare term always surfaces (S6.2).
-
-        PostgreSQL runs it through ``contextos_text_search`` (migration 0008), where the GIN index
-        is usable under row-level security and at most ``cap`` matches per query form are ranked.
-        """
-        phrase = terms[0]
-        params = {
-            "phrase": phrase,
-            "any_terms": " | ".join(_tsquery_words(terms)) or None,
-            "k": k,
-            "cap": cap,
-            "tenant": tenant_id,
-            "lower": phrase.lower(),
-        }
-        match self.db.dialect.name:
-            case "postgres":
-                sql = (
-                    "SELECT id, rank, label_match FROM contextos_text_search(%(phrase)s, %(any_terms)s, %(k)s, %(cap)s)"
-                )
-            case "cockroach":
-                sql = """WITH q AS (
-                           SELECT websearch_to_tsquery('english', %(phrase)s) AS phrase_q,
-                                  COALESCE(to_tsquery('english', %(any_terms)s), ''::tsquery) AS any_q
-                       )
-                       SELECT m.id,
-                              2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q) AS rank,
-                              (position(%(lower)s IN lower(m.label)) > 0
-                               OR position(%(lower)s IN lower(m.definition)) > 0) AS label_match
-                       FROM memories m, q
-                       WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
-                         AND m.search_tsv @@ (q.phrase_q || q.any_q)
-                       ORDER BY label_match DESC, rank DESC
-                       LIMIT %(k)s"""
+    def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
+        """Every key phrase (each followed by its synonyms) over labels and definitions, in one call:
+        rows ``(phrase_no, id, rank, label_match)``, the phrase verbatim first, so an exact rare term
+        always surfaces (S6.2). PostgreSQL runs it through ``contextos_text_search_phrases``
+        (migration 0015), where the GIN index is usable under row-level security."""
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(sql, params).fetchall()
+            return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap)
 
     def graph_expand(
         self, tenant_id: str, seeds: Sequence[UUID], *, hops: int, fall: float, shared_source_weight: float, k: int
@@ -825,38 +800,38 @@ class MemoryStore:
             return []
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                graph_walk_sql(live_now, as_of=False),
+                graph_walk_sql(live_now, as_of=False, hops=hops),
                 {
                     "tenant": tenant_id,
                     "seeds": list(seeds),
-                    "hops": hops,
                     "fall": fall,
                     "shared": shared_source_weight,
                     "k": k,
                 },
             ).fetchall()
 
-    def candidate_rows(self, tenant_id: str, ids: Sequence[UUID], query_vector: Sequence[float]) -> list[dict]:
-        """Everything scoring needs for the merged candidates, with each one's exact cosine to the query."""
-        if not ids:
-            return []
+    def candidate_pool(
+        self,
+        tenant_id: str,
+        query_vector: Sequence[float],
+        *,
+        seeds: Sequence[UUID],
+        found: Sequence[UUID],
+        top: Sequence[UUID],
+        hops: int,
+        fall: float,
+        shared_source_weight: float,
+        k: int,
+        pinned: int,
+    ) -> list[dict]:
+        """One statement after the searches: the graph walk from ``seeds`` merged with the ``found``
+        hits, each candidate with its scoring row, exact cosine, walk weight (0 when not reached),
+        sources and whether it shares an S9 community with one of ``top``; then up to ``pinned``
+        ``always_load`` memories, flagged (see `candidate_pool_sql`)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                scored_rows_sql(live_now, "m.id = ANY(%(ids)b::uuid[])", as_of=False),
-                {"tenant": tenant_id, "ids": list(ids), "q": Vector(list(query_vector))},
-            ).fetchall()
-
-    def pinned_rows(self, tenant_id: str, query_vector: Sequence[float], *, limit: int = 20) -> list[dict]:
-        """The ``always_load`` memories (S10): in every context, first, whatever the query."""
-        with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
-                scored_rows_sql(
-                    live_now,
-                    "m.always_load",
-                    as_of=False,
-                    tail="ORDER BY m.importance DESC, m.created_at LIMIT %(limit)s",
-                ),
-                {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit},
+                candidate_pool_sql(live_now, as_of=False, hops=hops),
+                pool_params(tenant_id, query_vector, seeds, found, top, fall, shared_source_weight, k, pinned),
             ).fetchall()
 
     def excerpts_of(self, tenant_id: str, memory_ids: Sequence[UUID], *, per_memory: int, chars: int) -> dict:
@@ -1003,12 +978,3 @@ def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -
         ):
             best[key] = (i, candidate.model_copy(update={"norm_key": key}))
     return list(best.values())
-
-
-_TSQUERY_WORD = re.compile(r"[A-Za-z0-9]+")
-
-
-def _tsquery_words(terms: Sequence[str]) -> list[str]:
-    """Plain words only (no tsquery syntax can be injected), each a prefix match."""
-    words = {w.lower() for term in terms for w in _TSQUERY_WORD.findall(term) if len(w) > 1}
-    return [f"{w}:*" for w in sorted(words)]

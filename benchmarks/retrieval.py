@@ -57,8 +57,10 @@ from contextos.services.retrieval import RetrievalService
 from contextos.store.db import APP_ROLE, Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
+from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore, _tsquery_words
+from contextos.store.repository import MemoryStore
+from contextos.store.text_search import phrase_forms
 from pgvector.psycopg import register_vector
 
 from benchmarks.report import write_report
@@ -663,7 +665,7 @@ def stage_profile(settings: Settings, store: MemoryStore, tenant: str, queries: 
     alone: dict[str, list[float]] = {}
     text_each_inside: list[float] = []
     text_each_alone: list[float] = []
-    counts: dict[str, list[int]] = {"text_searches": [], "graph_rows": [], "candidate_rows": []}
+    counts: dict[str, list[int]] = {"text_rows": [], "candidate_pool_rows": []}
     for q, vec in zip(queries, vectors, strict=True):
         proxy.calls.clear()
         total, _ = timed(
@@ -692,13 +694,12 @@ def stage_profile(settings: Settings, store: MemoryStore, tenant: str, queries: 
             replay[name] = replay.get(name, 0.0) + ms
             if name == "text_search":
                 text_each_alone.append(ms)
-            if name == "graph_expand":
-                counts["graph_rows"].append(len(rows))
-            if name == "candidate_rows":
-                counts["candidate_rows"].append(len(rows))
+            if name == "text_search":
+                counts["text_rows"].append(len(rows))
+            if name == "candidate_pool":
+                counts["candidate_pool_rows"].append(len(rows))
         for name, v in replay.items():
             alone.setdefault(name, []).append(v)
-        counts["text_searches"].append(sum(1 for c in calls if c[0] == "text_search"))
     n = len(queries)
     # a store method a query did not call counts as 0 ms for that query
     fill = lambda d: {k: pct(v + [0.0] * (n - len(v))) for k, v in d.items()}  # noqa: E731
@@ -709,7 +710,7 @@ def stage_profile(settings: Settings, store: MemoryStore, tenant: str, queries: 
     }
 
 
-# -- the row-level-security question ------------------------------------------------------------
+# -- the text search: ranking every match vs the store's bounded call ---------------------------
 MATCH_COUNT_SQL = """SELECT count(*) FROM memories m
 WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
   AND m.search_tsv @@ (websearch_to_tsquery('english', %(phrase)s)
@@ -730,8 +731,6 @@ WHERE m.tenant_id = %(tenant)s AND m.tier = 'hot' AND m.state = 'active'
   AND m.search_tsv @@ (q.phrase_q || q.any_q)
 ORDER BY 3 DESC, 2 DESC
 LIMIT %(k)s"""
-# What the store runs now (migration 0008's SECURITY DEFINER function, 500 matches per form).
-STORE_FUNCTION_CALL = "SELECT * FROM contextos_text_search(%(phrase)s, %(any_terms)s, %(k)s, 500)"
 
 
 def text_params(tenant: str, terms: list[str], k: int) -> dict:
@@ -740,7 +739,7 @@ def text_params(tenant: str, terms: list[str], k: int) -> dict:
         "tenant": tenant,
         "phrase": phrase,
         "lower": phrase.lower(),
-        "any_terms": " | ".join(_tsquery_words(terms)) or None,
+        "any_terms": phrase_forms(terms)[1],
         "k": k,
     }
 
@@ -763,84 +762,56 @@ class OwnerDatabase(Database):
 
 
 def text_variants(url: str, db: Database, settings: Settings, tenant: str, queries: list[str], limit: int) -> dict:
-    """The queries' text searches three ways: ranking every match as the app role (row-level security)
-    and as the owner, and the store's SECURITY DEFINER function (migration 0008) as the app role;
-    EXPLAIN ANALYZE plans for a median phrase."""
-    k = settings.retrieval.text_k
+    """Each query's text search two ways: ranking every match of every phrase (the pre-0008 SQL, as
+    the owner so the GIN index is usable: the fastest way to rank everything), and the store's one
+    bounded call for all phrases (migration 0015, as the app role). How many rows each phrase
+    matches, and how much of the rank-everything top k the bounded call keeps."""
+    k, cap = settings.retrieval.text_k, settings.retrieval.text_match_cap
     owner_db = OwnerDatabase(url, get_dialect("postgres"), max_size=2)
     app_store = MemoryStore(db, settings.decay, settings.merge)
-    terms = [a.terms(p) for a in map(analyze, queries) for p in a.phrases][:limit]
+    per_query = [[a.terms(p) for p in a.phrases] for a in map(analyze, queries[:limit])]
+    per_query = [phrases for phrases in per_query if phrases]
 
-    def via(database: Database, sql: str) -> Callable[[list[str]], list]:
-        def run(t: list[str]) -> list:
-            with database.tenant_tx(tenant) as conn:
-                return conn.execute(sql, text_params(tenant, t, k)).fetchall()
+    def rank_everything(phrases: list[list[str]]) -> list[list]:
+        with owner_db.tenant_tx(tenant) as conn:
+            return [conn.execute(INLINE_UNCAPPED_SQL, text_params(tenant, t, k)).fetchall() for t in phrases]
 
-        return run
+    def store_call(phrases: list[list[str]]) -> list[dict]:
+        return app_store.text_search(tenant, phrases, k=k, cap=cap)
 
-    variants: dict[str, Callable[[list[str]], list]] = {
-        "app_role_inline_uncapped": via(db, INLINE_UNCAPPED_SQL),
-        "owner_inline_uncapped": via(owner_db, INLINE_UNCAPPED_SQL),
-        "app_role_store_function_capped_500": lambda t: app_store.text_search(tenant, t, k=k),
-    }
-    out: dict = {"phrases_timed": len(terms)}
-    results: dict[str, list[list]] = {}
-    timings: dict[str, list[float]] = {}
-    for name, run in variants.items():
-        for t in terms[:20]:
-            run(t)
-        times, answers = [], []
-        for t in terms:
-            ms, rows = timed(lambda t=t, run=run: run(t))
-            times.append(ms)
-            answers.append([(r["id"], round(float(r["rank"]), 4), bool(r["label_match"])) for r in rows])
-        results[name], timings[name] = answers, times
-        out[name] = pct(times)
-    # what the cost follows: how many rows each phrase's tsqueries match (all of them are ranked)
+    for phrases in per_query[:20]:
+        rank_everything(phrases)
+        store_call(phrases)
+    everything_ms, store_ms, kept, compared = [], [], 0, 0
+    for phrases in per_query:
+        ms, full = timed(lambda phrases=phrases: rank_everything(phrases))
+        everything_ms.append(ms)
+        ms, bounded = timed(lambda phrases=phrases: store_call(phrases))
+        store_ms.append(ms)
+        for number, rows in enumerate(full, start=1):
+            mine = {r["id"] for r in bounded if r["phrase_no"] == number}
+            kept += len({r["id"] for r in rows} & mine)
+            compared += len(rows)
     with owner_db.tenant_tx(tenant) as conn:
-        matched = [conn.execute(MATCH_COUNT_SQL, text_params(tenant, t, k)).fetchone()["count"] for t in terms]
-    out["matched_rows_per_phrase"] = pct(matched)
-    for name in variants:
-        if len(set(matched)) > 1:
-            out[f"corr_time_vs_matched_{name}"] = round(float(np.corrcoef(matched, timings[name])[0, 1]), 3)
-    # do the other shapes answer the same? Many rows tie on (label_match, rank) at the LIMIT, and which
-    # of the tied ids come back is arbitrary, so compare the sorted (label_match, rank) lists per phrase.
-    base = results["app_role_inline_uncapped"]
-    for name in variants:
-        if name == "app_role_inline_uncapped":
-            continue
-        same_scores = sum(
-            sorted((m, r) for _, r, m in a) == sorted((m, r) for _, r, m in b)
-            for a, b in zip(base, results[name], strict=True)
-        )
-        same_ids = sum(len({x[0] for x in a} & {x[0] for x in b}) for a, b in zip(base, results[name], strict=True))
-        out[f"agreement_{name}"] = {
-            "phrases_with_identical_top_k_scores": round(same_scores / max(1, len(base)), 3),
-            "id_overlap": round(same_ids / max(1, sum(len(a) for a in base)), 3),
-        }
-    # plans for two phrases: the median one by time as the app role, and the median one by rows matched
-    by_time = int(np.argsort(timings["app_role_inline_uncapped"])[len(terms) // 2])
-    by_matches = int(np.argsort(matched)[len(terms) // 2])
-    plans: dict = {}
-    probes = {}
-    for probe_name, index in (("median_time", by_time), ("median_matches", by_matches)):
-        probe = terms[index]
-        probes[probe_name] = {"terms": probe, "matched_rows": matched[index]}
-        plans[probe_name] = {}
-        params = text_params(tenant, probe, k)
-        for name, database, sql in (
-            ("app_role_inline_uncapped", db, INLINE_UNCAPPED_SQL),
-            ("owner_inline_uncapped", owner_db, INLINE_UNCAPPED_SQL),
-            ("app_role_store_function_capped_500", db, STORE_FUNCTION_CALL),
-        ):
-            with database.tenant_tx(tenant) as conn:
-                rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
-                plans[probe_name][name] = "\n".join(r["QUERY PLAN"] for r in rows)
+        matched = [
+            conn.execute(MATCH_COUNT_SQL, text_params(tenant, t, k)).fetchone()["count"]
+            for phrases in per_query
+            for t in phrases
+        ]
+        common = conn.execute(
+            "SELECT count(*) AS n FROM text_common_lexemes WHERE tenant_id = %s", [tenant]
+        ).fetchone()["n"]
     owner_db.close()
-    out["probes"] = probes
-    out["plans"] = plans
-    out["store_function"] = "shared/contextos/store/migrations/0008_text_search_function.sql"
-    return out
+    return {
+        "queries_timed": len(per_query),
+        "phrases_per_query": round(float(np.mean([len(p) for p in per_query])), 2),
+        "rank_every_match_per_query": pct(everything_ms),
+        "store_one_bounded_call_per_query": pct(store_ms),
+        "matched_rows_per_phrase": pct(matched),
+        "share_of_rank_everything_top_k_kept": round(kept / max(1, compared), 3),
+        "common_lexemes_left_out": common,
+        "store_function": "shared/contextos/store/migrations/0015_text_search_phrases.sql",
+    }
 
 
 class ExplainingConnection:
@@ -992,9 +963,11 @@ def main() -> None:
         db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
         store = MemoryStore(db, settings.decay, settings.merge)
         service = RetrievalService(settings=settings, store=store, embedder=embedder)
+        lifecycle = LifecycleStore(db, settings.decay, settings.lifecycle)  # its text-statistics step
 
         small_load = load(url, small, small_v, settings, seed=8)
         small_load["index_s"] = round(build_index(url), 1)
+        small_load["common_lexemes"] = lifecycle.refresh_common_lexemes(SMALL_TENANT)
         print(f"10k tenant loaded {small_load}", flush=True)
         at_10k = measure(
             "10k alone", url, service, store, SMALL_TENANT, small_q[args.warmup :], small_qv[args.warmup :], args.warmup
@@ -1003,6 +976,9 @@ def main() -> None:
         large_load = load(url, large, large_v, settings, seed=9)
         print(f"100k tenant loaded in {large_load['load_s']} s; building HNSW over all vectors…", flush=True)
         large_load["index_s"] = round(build_index(url), 1)
+        started = time.perf_counter()
+        large_load["common_lexemes"] = lifecycle.refresh_common_lexemes(LARGE_TENANT)
+        large_load["common_lexemes_s"] = round(time.perf_counter() - started, 2)
         print(f"100k tenant ready {large_load}", flush=True)
         lq, lv = large_q[args.warmup :], large_qv[args.warmup :]
         at_100k = measure("100k", url, service, store, LARGE_TENANT, lq, lv, args.warmup)
@@ -1016,7 +992,7 @@ def main() -> None:
             small_qv[args.warmup :],
             args.warmup,
         )
-        print("text search: uncapped as app role and owner vs the store's function…", flush=True)
+        print("text search: ranking every match vs the store's bounded call…", flush=True)
         rls = text_variants(url, db, settings, LARGE_TENANT, lq, args.text_phrases)
         print("EXPLAIN ANALYZE of every pipeline statement (app role)…", flush=True)
         plans_100k = pipeline_plans(db, settings, LARGE_TENANT, lq[:5], lv[:5])
@@ -1062,12 +1038,12 @@ def main() -> None:
         **{f"stage_in_pipeline_p50_ms_100k_{k}": inside[k]["p50"] for k in stage_names},
         **{f"stage_in_pipeline_p95_ms_100k_{k}": inside[k]["p95"] for k in stage_names},
         **{f"stage_isolated_p95_ms_100k_{k}": v["p95"] for k, v in alone.items()},
-        "text_search_p50_ms_100k_app_role_uncapped": rls["app_role_inline_uncapped"]["p50"],
-        "text_search_p95_ms_100k_app_role_uncapped": rls["app_role_inline_uncapped"]["p95"],
-        "text_search_p50_ms_100k_owner_uncapped": rls["owner_inline_uncapped"]["p50"],
-        "text_search_p95_ms_100k_owner_uncapped": rls["owner_inline_uncapped"]["p95"],
-        "text_search_p50_ms_100k_store_function": rls["app_role_store_function_capped_500"]["p50"],
-        "text_search_p95_ms_100k_store_function": rls["app_role_store_function_capped_500"]["p95"],
+        "text_search_per_query_p50_ms_100k_rank_every_match": rls["rank_every_match_per_query"]["p50"],
+        "text_search_per_query_p95_ms_100k_rank_every_match": rls["rank_every_match_per_query"]["p95"],
+        "text_search_per_query_p50_ms_100k_store": rls["store_one_bounded_call_per_query"]["p50"],
+        "text_search_per_query_p95_ms_100k_store": rls["store_one_bounded_call_per_query"]["p95"],
+        "text_search_share_of_rank_everything_top_k_kept": rls["share_of_rank_everything_top_k_kept"],
+        "text_common_lexemes_100k": rls["common_lexemes_left_out"],
         "text_search_matched_rows_p50_100k": rls["matched_rows_per_phrase"]["p50"],
         "text_search_matched_rows_p95_100k": rls["matched_rows_per_phrase"]["p95"],
         "queries_per_size": len(lq),
@@ -1078,7 +1054,7 @@ def main() -> None:
         "at_10k": at_10k,
         "at_100k": at_100k,
         "at_10k_beside_100k": beside,
-        "rls_text_search_100k": rls,
+        "text_search_100k": rls,
         "plans_100k": plans_100k,
         "plans_10k_beside_100k": plans_beside,
         "data": {
@@ -1104,9 +1080,11 @@ def main() -> None:
         " Embedding 110k texts would take ~5 minutes here; this keeps the anisotropic embedding geometry and"
         " the topic neighbourhoods (see data.geometry) at a fraction of that. Queries (paraphrases and fragments"
         " of memory texts) are embedded for real, once, before timing.",
-        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v): analysis, vector + text searches in"
-        " threads, graph expansion, candidate rows, scoring, sources, budgets, assembly; the query embedding is"
-        " excluded. Raw = `SELECT memory_id FROM memory_vectors WHERE tenant_id=$1 AND searchable AND indexed"
+        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v): analysis, the vector search and the"
+        " text search (all phrases, one call) on two connections at once, then one statement for the graph"
+        " walk + candidate rows + sources + communities + pinned memories, scoring, budgets, excerpts, assembly;"
+        " the query embedding is excluded."
+        " Raw = `SELECT memory_id FROM memory_vectors WHERE tenant_id=$1 AND searchable AND indexed"
         " ORDER BY embedding <=> $2 LIMIT 20` at the pipeline's hnsw.ef_search, as the owner on one connection.",
         "Stage profile: every query runs through the real pipeline with each store call timed in place"
         " (`stage_in_pipeline_*`; vector and text searches overlap in threads, `parallel_searches` is the wall"
@@ -1116,15 +1094,18 @@ def main() -> None:
         f"Results at 100k: pipeline p95 {p95_100k} ms = {ratio_raw:.1f}x raw HNSW p95 {raw_p95_100k} ms;"
         f" 100k/10k p95 = {ratio_scale:.2f}. In-pipeline p50 at 100k: "
         + ", ".join(f"{k} {inside[k]['p50']} ms" for k in stage_names)
-        + f"; {at_100k['stages']['mean_counts']['text_searches']} text searches per query on average.",
-        f"Text search at 100k, p50/p95 per phrase: ranking every match as contextos_app (row-level security)"
-        f" {rls['app_role_inline_uncapped']['p50']}/{rls['app_role_inline_uncapped']['p95']} ms, as the owner"
-        f" {rls['owner_inline_uncapped']['p50']}/{rls['owner_inline_uncapped']['p95']} ms; the store's SECURITY"
-        f" DEFINER function (migration 0008, at most 500+500 matches ranked)"
-        f" {rls['app_role_store_function_capped_500']['p50']}/{rls['app_role_store_function_capped_500']['p95']}"
-        f" ms. Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
-        f"{rls['matched_rows_per_phrase']['p95']:.0f}. Plans in"
-        " rls_text_search_100k.",
+        + f"; {at_100k['stages']['mean_counts']['candidate_pool_rows']} candidate rows per query on average.",
+        f"Text search at 100k, p50/p95 per query ({rls['phrases_per_query']} phrases on average): ranking every"
+        f" match of every phrase (the pre-0008 SQL, as the owner so its GIN index is usable)"
+        f" {rls['rank_every_match_per_query']['p50']}/{rls['rank_every_match_per_query']['p95']} ms; the store's one"
+        f" bounded call (migration 0015: all words first, at most {settings.retrieval.text_match_cap} matches per"
+        f" form, {rls['common_lexemes_left_out']} common lexemes left out)"
+        f" {rls['store_one_bounded_call_per_query']['p50']}/{rls['store_one_bounded_call_per_query']['p95']} ms,"
+        f" keeping {rls['share_of_rank_everything_top_k_kept']:.0%} of the rank-everything"
+        f" top {settings.retrieval.text_k}."
+        f" Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
+        f"{rls['matched_rows_per_phrase']['p95']:.0f}. The common lexemes are what the lifecycle scan records"
+        " (run once here after each load, as a deployment would within 4 h).",
     ]
     path = write_report("retrieval", figures, title="Retrieval latency", notes=notes)
     print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")

@@ -322,7 +322,8 @@ def assemble(query: str, memories: list[ScoredMemory], index: list[str], fmt: st
     then the rest by relevance, the L0 index last."""
     full = [m for m in memories if m.tier_used != "L0"]
     first = [m for m in full if m.always_load or m.type in ("rule", "preference")]
-    ordered = first + [m for m in full if m not in first]
+    leading = {m.id for m in first}
+    ordered = first + [m for m in full if m.id not in leading]
     if fmt == "json":
         return json.dumps(
             {

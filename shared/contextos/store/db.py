@@ -16,6 +16,7 @@ from contextos.config import Settings
 from contextos.store.dialect import Dialect, get_dialect
 from contextos.store.embedded import embedded_database_url
 from pgvector.psycopg import register_vector
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -77,9 +78,16 @@ class Database:
         """One transaction in which row-level security shows only ``tenant_id``'s rows."""
         if not tenant_id:
             raise ValueError("a tenant transaction needs a tenant id")
-        with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config('app.tenant_id', %s, true)", [tenant_id])
-            yield conn
+        with self.pool.connection() as conn:
+            # BEGIN and the setting in one round trip (a parameterless query may hold two statements);
+            # every read path call is a transaction, so this is a round trip off each of them.
+            conn.execute(sql.SQL("BEGIN; SELECT set_config('app.tenant_id', {}, true)").format(sql.Literal(tenant_id)))
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
 
     @contextmanager
     def system_tx(self) -> Iterator[psycopg.Connection]:

@@ -68,9 +68,7 @@ class RetrievalService:
         sources = _sources(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
         budget = request.token_budget or cfg.token_budget
-        excerpts = self.store.excerpts_of(
-            tenant_id, [r.candidate.id for r in chosen], per_memory=cfg.l2_excerpts, chars=cfg.l2_excerpt_chars
-        )
+        excerpts = {r.candidate.id: r.candidate.payload["excerpts"] for r in chosen if r.candidate.payload["excerpts"]}
         memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
         text = assemble(request.query, memories, index, request.format)
         if not request.dry_run and request.as_of is None:  # a look into the past changes nothing
@@ -185,6 +183,8 @@ class RetrievalService:
             shared_source_weight=cfg.graph_shared_source_weight,
             k=cfg.graph_k,
             pinned=pinned,
+            excerpts=cfg.l2_excerpts,
+            excerpt_chars=cfg.l2_excerpt_chars,
         )
         for row in rows:
             if row["pinned"]:

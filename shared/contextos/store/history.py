@@ -163,12 +163,12 @@ def candidate_pool_sql(live: Callable[[str], str], *, as_of: bool, hops: int) ->
                       false AS pinned
                FROM pool
                JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = pool.id
-               LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+               {scoring_joins(as_of)}
                WHERE {live("m")}
                UNION ALL
                (SELECT {scoring_columns(as_of)}, 0.0, false, true
                 FROM memories m
-                LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                {scoring_joins(as_of)}
                 WHERE m.tenant_id = %(tenant)s AND m.always_load AND {live("m")}
                 ORDER BY m.importance DESC, m.created_at
                 LIMIT %(pinned)s)"""
@@ -184,6 +184,8 @@ def pool_params(
     shared_source_weight: float,
     k: int,
     pinned: int,
+    excerpts: int,
+    excerpt_chars: int,
 ) -> dict:
     """`candidate_pool_sql`'s parameters."""
     return {
@@ -196,35 +198,35 @@ def pool_params(
         "shared": shared_source_weight,
         "k": k,
         "pinned": pinned,
+        "excerpts": excerpts,
+        "excerpt_chars": excerpt_chars,
     }
 
 
-def sources(alias: str, as_of: bool = False) -> str:
-    """A memory's distinct sources (documents, or ``session:<id>``), as a sorted array."""
-    when = " AND i.created_at <= %(as_of)s" if as_of else ""
-    return (
-        "(SELECT COALESCE(array_agg(DISTINCT coalesce(i.document_id::text, 'session:' || i.session_id)), '{}')"
-        f" FROM memory_items i WHERE i.tenant_id = {alias}.tenant_id AND i.memory_id = {alias}.id{when})"
-    )
-
-
 def scoring_columns(as_of: bool) -> str:
-    """What scoring and the budgets read of a memory ``m`` (joined to its vector ``v``): its row,
-    strength now, corroborations (recorded by %(as_of)s when ``as_of``), exact cosine to %(q)s and
-    sources."""
+    """What scoring, the budgets and the tiers read of a memory ``m`` joined `scoring_joins`: its
+    row, strength now, corroborations (recorded by %(as_of)s when ``as_of``), exact cosine to
+    %(q)s, sources and excerpts."""
     return f"""{ROW_COLUMNS}, {current_strength("m")} AS strength,
                {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
                COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim,
-               {sources("m", as_of)} AS sources"""
+               COALESCE(items.sources, '{{}}') AS sources,
+               COALESCE(items.excerpts[1:%(excerpts)s], '{{}}') AS excerpts"""
 
 
-def scored_rows_sql(live: Callable[[str], str], where: str, *, as_of: bool, tail: str = "") -> str:
-    """`scoring_columns` for the memories ``where`` picks."""
-    return f"""SELECT {scoring_columns(as_of)}
-               FROM memories m
-               LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
-               WHERE m.tenant_id = %(tenant)s AND {where} AND {live("m")}
-               {tail}"""
+def scoring_joins(as_of: bool) -> str:
+    """A memory ``m``'s vector ``v`` and, in one pass over its occurrences, ``items``: its distinct
+    sources (documents, or ``session:<id>``) and what they said beyond its own definition (the L2
+    tier, S6.6), newest first, each cut to %(excerpt_chars)s characters."""
+    when = " AND i.created_at <= %(as_of)s" if as_of else ""
+    return f"""LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+               LEFT JOIN LATERAL (
+                   SELECT array_agg(DISTINCT coalesce(i.document_id::text, 'session:' || i.session_id)) AS sources,
+                          array_agg(left(i.definition, %(excerpt_chars)s) ORDER BY i.created_at DESC)
+                              FILTER (WHERE i.definition <> m.definition) AS excerpts
+                   FROM memory_items i
+                   WHERE i.tenant_id = m.tenant_id AND i.memory_id = m.id{when}
+               ) items ON true"""
 
 
 @dataclass
@@ -287,11 +289,25 @@ class HistoricalReads:
         shared_source_weight: float,
         k: int,
         pinned: int,
+        excerpts: int,
+        excerpt_chars: int,
     ) -> list[dict]:
         """The store's candidate pool over what was believed then (edges and occurrences recorded by then)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 candidate_pool_sql(believed, as_of=True, hops=hops),
-                pool_params(tenant_id, query_vector, seeds, found, top, fall, shared_source_weight, k, pinned)
+                pool_params(
+                    tenant_id,
+                    query_vector,
+                    seeds,
+                    found,
+                    top,
+                    fall,
+                    shared_source_weight,
+                    k,
+                    pinned,
+                    excerpts,
+                    excerpt_chars,
+                )
                 | {"as_of": self.as_of},
             ).fetchall()

@@ -823,38 +823,31 @@ class MemoryStore:
         shared_source_weight: float,
         k: int,
         pinned: int,
+        excerpts: int,
+        excerpt_chars: int,
     ) -> list[dict]:
         """One statement after the searches: the graph walk from ``seeds`` merged with the ``found``
         hits, each candidate with its scoring row, exact cosine, walk weight (0 when not reached),
-        sources and whether it shares an S9 community with one of ``top``; then up to ``pinned``
-        ``always_load`` memories, flagged (see `candidate_pool_sql`)."""
+        sources, up to ``excerpts`` source excerpts (the L2 tier) and whether it shares an S9
+        community with one of ``top``; then up to ``pinned`` ``always_load`` memories, flagged (see
+        `candidate_pool_sql`)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 candidate_pool_sql(live_now, as_of=False, hops=hops),
-                pool_params(tenant_id, query_vector, seeds, found, top, fall, shared_source_weight, k, pinned),
+                pool_params(
+                    tenant_id,
+                    query_vector,
+                    seeds,
+                    found,
+                    top,
+                    fall,
+                    shared_source_weight,
+                    k,
+                    pinned,
+                    excerpts,
+                    excerpt_chars,
+                ),
             ).fetchall()
-
-    def excerpts_of(self, tenant_id: str, memory_ids: Sequence[UUID], *, per_memory: int, chars: int) -> dict:
-        """memory id → what its sources said beyond its own definition (the L2 tier), newest first."""
-        if not memory_ids or per_memory <= 0:
-            return {}
-        with self.db.tenant_tx(tenant_id) as conn:
-            rows = conn.execute(
-                """SELECT memory_id, excerpt FROM (
-                       SELECT i.memory_id, left(i.definition, %(chars)s) AS excerpt,
-                              row_number() OVER (PARTITION BY i.memory_id ORDER BY i.created_at DESC) AS n
-                       FROM memory_items i
-                       JOIN memories m ON m.tenant_id = i.tenant_id AND m.id = i.memory_id
-                       WHERE i.tenant_id = %(tenant)s AND i.memory_id = ANY(%(ids)b::uuid[])
-                         AND i.definition <> m.definition
-                   ) ranked
-                   WHERE n <= %(per)s""",
-                {"tenant": tenant_id, "ids": list(memory_ids), "chars": chars, "per": per_memory},
-            ).fetchall()
-        out: dict = {}
-        for row in rows:
-            out.setdefault(row["memory_id"], []).append(row["excerpt"])
-        return out
 
     def settle_vectors(self, tenant_id: str, *, limit: int) -> int:
         """Move up to ``limit`` fresh vectors into the ANN index; return how many moved."""
@@ -867,19 +860,6 @@ class MemoryStore:
                        LIMIT %s FOR UPDATE SKIP LOCKED)""",
                 [tenant_id, tenant_id, limit],
             ).rowcount
-
-    def sources_of(self, tenant_id: str, memory_ids: Sequence[UUID]) -> dict[UUID, list[str]]:
-        """memory id → its distinct sources (documents or sessions), in one query."""
-        if not memory_ids:
-            return {}
-        with self.db.tenant_tx(tenant_id) as conn:
-            rows = conn.execute(
-                """SELECT memory_id,
-                          array_agg(DISTINCT coalesce(document_id::text, 'session:' || session_id)) AS sources
-                   FROM memory_items WHERE tenant_id = %s AND memory_id = ANY(%s) GROUP BY memory_id""",
-                [tenant_id, list(memory_ids)],
-            ).fetchall()
-        return {r["memory_id"]: sorted(s for s in r["sources"] if s) for r in rows}
 
     def reinforce_and_log(
         self,

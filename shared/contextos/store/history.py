@@ -108,21 +108,23 @@ def _reach_ctes(as_of: bool, hops: int) -> str:
 
 def _graph_cte(live: Callable[[str], str]) -> str:
     """``graph(id, weight)``: the %(k)s heaviest memories reached that a read may see, a superseded
-    one standing for its successor. The reached memories are read best first and only until k are
-    found, not all of them."""
+    one standing for its successor. Only the 4k heaviest reached are looked up, not all of them:
+    fewer than k of those are visible only when most of the nearest neighbours were superseded
+    without a visible successor (archiving removes a memory's edges from the hot graph)."""
     return f"""graph AS (
                    SELECT id, max(weight) AS weight FROM (
-                       SELECT seen.id, reached.weight
-                       FROM (SELECT id, weight FROM reached ORDER BY weight DESC, id) reached
+                       SELECT seen.id, heaviest.weight
+                       FROM (SELECT id, weight FROM reached ORDER BY weight DESC, id LIMIT 4 * %(k)s) heaviest
                        CROSS JOIN LATERAL (
                            SELECT COALESCE(successor.id, m.id) AS id
                            FROM memories m
                            LEFT JOIN memories successor
                              ON successor.tenant_id = m.tenant_id AND successor.id = m.superseded_by
                             AND NOT {live("m")} AND {live("successor")}
-                           WHERE m.tenant_id = %(tenant)s AND m.id = reached.id
+                           WHERE m.tenant_id = %(tenant)s AND m.id = heaviest.id
                              AND ({live("m")} OR successor.id IS NOT NULL)
                        ) seen
+                       ORDER BY heaviest.weight DESC, heaviest.id
                        LIMIT %(k)s
                    ) hits
                    GROUP BY id
@@ -211,7 +213,7 @@ def scoring_columns(as_of: bool) -> str:
                {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
                COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim,
                COALESCE(items.sources, '{{}}') AS sources,
-               COALESCE(items.excerpts[1:%(excerpts)s], '{{}}') AS excerpts"""
+               COALESCE(items.excerpts, '{{}}') AS excerpts"""
 
 
 def scoring_joins(as_of: bool) -> str:
@@ -221,11 +223,19 @@ def scoring_joins(as_of: bool) -> str:
     when = " AND i.created_at <= %(as_of)s" if as_of else ""
     return f"""LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                LEFT JOIN LATERAL (
-                   SELECT array_agg(DISTINCT coalesce(i.document_id::text, 'session:' || i.session_id)) AS sources,
-                          array_agg(left(i.definition, %(excerpt_chars)s) ORDER BY i.created_at DESC)
-                              FILTER (WHERE i.definition <> m.definition) AS excerpts
-                   FROM memory_items i
-                   WHERE i.tenant_id = m.tenant_id AND i.memory_id = m.id{when}
+                   SELECT array_agg(DISTINCT o.source) AS sources,
+                          array_agg(o.excerpt ORDER BY o.created_at DESC)
+                              FILTER (WHERE o.excerpt IS NOT NULL AND o.newest <= %(excerpts)s) AS excerpts
+                   FROM (
+                       SELECT coalesce(i.document_id::text, 'session:' || i.session_id) AS source,
+                              CASE WHEN i.definition <> m.definition THEN left(i.definition, %(excerpt_chars)s) END
+                                  AS excerpt,
+                              i.created_at,
+                              row_number() OVER (PARTITION BY i.definition <> m.definition
+                                                 ORDER BY i.created_at DESC) AS newest
+                       FROM memory_items i
+                       WHERE i.tenant_id = m.tenant_id AND i.memory_id = m.id{when}
+                   ) o
                ) items ON true"""
 
 

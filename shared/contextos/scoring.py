@@ -75,7 +75,9 @@ def score_candidate(
             recipe.weight_semantic * semantic + recipe.weight_strength * c.strength + recipe.weight_recency * rec
         )
         importance = frequency = 0.0
-    return ScoreBreakdown(
+    # Built without validation: every field is a float or list computed just above, and a pool of
+    # ~60 candidates per query made validating them the largest Python cost of the read path.
+    return ScoreBreakdown.model_construct(
         vector=c.vector,
         text=c.text,
         graph=c.graph,

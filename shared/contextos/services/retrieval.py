@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ class RetrievalService:
     # (tenant, session) → the session's last turns, which inform query analysis (S8); read only
     recent_turns: Callable[[str, str], list[str]] | None = None
     cold: ColdStorage | None = None  # S5 reactivation of cold matches
+
+    def __post_init__(self) -> None:
+        # Process-wide, and only ever lowered: see RetrievalSettings.thread_switch_interval_s.
+        sys.setswitchinterval(min(sys.getswitchinterval(), self.settings.retrieval.thread_switch_interval_s))
 
     def context(
         self, tenant_id: str, request: ContextRequest, *, query_vector: list[float] | None = None

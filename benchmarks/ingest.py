@@ -172,17 +172,17 @@ def preload(url: str, tenant: str, n: int) -> float:
                     ]
                 )
         with conn.cursor().copy(
-            "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed)"
+            "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed, band_keys)"
             " FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "uuid", "text", "vector", "text", "bool"])
+            copy.set_types(["text", "uuid", "text", "vector", "text", "bool", "int4[]"])
             for start in range(0, n, 10_000):
                 vectors = unit_vectors(min(10_000, n - start), rng)
                 sketches = sketch(vectors)
                 for memory_id, vector, bands, signature in zip(
                     ids[start : start + len(vectors)], vectors, sketches.band_keys, sketches.signatures, strict=True
                 ):
-                    copy.write_row([tenant, memory_id, "fact", vector, "bench", True])
+                    copy.write_row([tenant, memory_id, "fact", vector, "bench", True, bands])
                     band_rows.extend((tenant, key, memory_id, signature) for key in bands)
         with conn.cursor().copy(
             "COPY memory_vector_bands (tenant_id, band_key, memory_id, signature) FROM STDIN"

@@ -1,0 +1,84 @@
+"""LSH band rows (contextos.lsh) as the store writes, probes and removes them.
+
+A document's admission writes 16 band rows per new memory and probes 16 bands per candidate, so
+these statements dominate the store path at scale. What keeps them cheap (migration 0014):
+
+- band keys are computed once, in Python (``contextos.lsh.sketch``), and travel as integer
+  arrays: no string slicing per row in SQL;
+- a memory's keys are also kept on its ``memory_vectors`` row (``band_keys``), so removing its
+  bands is a primary-key delete by (tenant, band key, memory) and the band table needs no second
+  index on (tenant, memory) that every insert would pay for;
+- bands of a memory created in this transaction cannot exist yet (fresh ids), so they are
+  plain inserts; only a memory whose vector is replaced takes the upsert path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from contextos.lsh import BANDS, SIGNATURE_BITS
+
+
+def keys_literal(keys: Sequence[int]) -> str:
+    """A memory's band keys as an array literal (one text value per memory, cast to int[] in SQL:
+    no 2-D arrays, which ``unnest`` would flatten)."""
+    return "{" + ",".join(str(int(k)) for k in keys) + "}"
+
+
+def flat_keys(band_keys: Sequence[Sequence[int]]) -> list[int]:
+    """Every memory's BANDS keys one after another, memory by memory."""
+    return [int(k) for keys in band_keys for k in keys]
+
+
+def insert_bands(
+    conn: Any,
+    tenant_id: str,
+    memory_ids: Sequence[UUID],
+    signatures: Sequence[str],
+    band_keys: Sequence[Sequence[int]],
+    *,
+    fresh: bool,
+) -> None:
+    """BANDS rows per memory. ``fresh``: the memories were created in this transaction, so none of
+    their rows can exist and a plain insert is exact (an upsert costs a speculative insertion per
+    row); otherwise rows that are already there are kept."""
+    if not memory_ids:
+        return
+    conflict = "" if fresh else " ON CONFLICT DO NOTHING"
+    conn.execute(
+        f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature)
+           SELECT %s, (%b::int[])[(t.n - 1) * {BANDS} + g], t.memory_id, t.signature
+           FROM (SELECT u.memory_id, u.bits::bit({SIGNATURE_BITS}) AS signature, u.n
+                 FROM unnest(%b::uuid[], %b::text[]) WITH ORDINALITY AS u(memory_id, bits, n)) AS t
+           CROSS JOIN generate_series(1, {BANDS}) AS g{conflict}""",
+        [tenant_id, flat_keys(band_keys), list(memory_ids), list(signatures)],
+    )
+
+
+def delete_bands(conn: Any, tenant_id: str, memory_ids: Sequence[UUID]) -> None:
+    """Remove the memories' band rows through the keys their vector rows carry (primary-key deletes).
+    Run it while the ``memory_vectors`` rows still exist (before a delete that cascades to them)."""
+    if not memory_ids:
+        return
+    conn.execute(
+        """DELETE FROM memory_vector_bands
+           WHERE tenant_id = %(tenant)s AND (band_key, memory_id) IN (
+               SELECT k.band_key, v.memory_id
+               FROM memory_vectors v, unnest(v.band_keys) AS k(band_key)
+               WHERE v.tenant_id = %(tenant)s AND v.memory_id = ANY(%(ids)b::uuid[]))""",
+        {"tenant": tenant_id, "ids": list(memory_ids)},
+    )
+
+
+def delete_band_pairs(conn: Any, tenant_id: str, pairs: Sequence[tuple[int, UUID]]) -> None:
+    """Remove band rows given as (band key, memory id) pairs (their vector rows are already gone)."""
+    if not pairs:
+        return
+    conn.execute(
+        """DELETE FROM memory_vector_bands
+           WHERE tenant_id = %s AND (band_key, memory_id) IN (
+               SELECT k, m FROM unnest(%b::int[], %b::uuid[]) AS p(k, m))""",
+        [tenant_id, [int(k) for k, _ in pairs], [m for _, m in pairs]],
+    )

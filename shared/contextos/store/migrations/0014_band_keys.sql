@@ -1,0 +1,9 @@
+-- 0014: a memory's LSH band keys live on its vector row too, so its band rows are found (and
+-- deleted) by primary key, and the (tenant_id, memory_id) index of 0006 goes: every ingested
+-- memory paid 16 inserts into it for the rare delete. See contextos.store.bands.
+ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS band_keys integer[];
+UPDATE memory_vectors v SET band_keys = k.keys
+FROM (SELECT tenant_id, memory_id, array_agg(band_key ORDER BY band_key) AS keys
+      FROM memory_vector_bands GROUP BY tenant_id, memory_id) k
+WHERE v.tenant_id = k.tenant_id AND v.memory_id = k.memory_id AND v.band_keys IS NULL;
+DROP INDEX IF EXISTS memory_vector_bands_memory;

@@ -148,3 +148,59 @@ def test_migration_0014_backfills_the_keys_of_rows_written_before_it(store, tena
         conn.execute(statement)
     rows = band_rows(tenant)
     assert len(rows) == 2 and all(keys == carried and len(keys) == BANDS for keys, carried in rows.values())
+
+
+def test_the_python_bucket_of_a_tenant_is_the_one_sql_stores(store, configured):
+    from contextos.store.bands import tenant_bucket
+
+    tenants = ["a", "tenant-1", "ünïcode-tenant", f"t-{uuid.uuid4().hex}"]
+    with container.database().system_tx() as conn:
+        for tenant in tenants:
+            for band_key in (0, 1, (15 << 16) | 65535):
+                row = conn.execute("SELECT contextos_band_bucket(%s, %s) AS b", [tenant, band_key]).fetchone()
+                assert row["b"] == tenant_bucket(tenant) | band_key
+
+
+def colliding_tenants() -> tuple[str, str]:
+    """Two tenant ids whose band buckets collide (same 32-bit hash): a birthday search, ~1e5 tries."""
+    from contextos.store.bands import tenant_bucket
+
+    seen: dict[int, str] = {}
+    for i in range(2_000_000):
+        tenant = f"collide-{i}"
+        bucket = tenant_bucket(tenant)
+        if bucket in seen:
+            return seen[bucket], tenant
+        seen[bucket] = tenant
+    raise AssertionError("no collision found")
+
+
+def test_a_bucket_collision_between_tenants_never_returns_the_other_tenants_band_rows(store, database_url):
+    """Even with row-level security out of the way (the table owner's connection), the probe's own
+    condition keeps another tenant's rows out when both tenants' band keys fall in one bucket."""
+    import psycopg
+    from contextos.lsh import sketch as lsh_sketch
+    from contextos.store.bands import band_params
+    from pgvector.psycopg import register_vector
+    from psycopg.rows import dict_row
+
+    owner, intruder = colliding_tenants()
+    rng = np.random.default_rng(6)
+    base = unit(rng, 1)
+    store_concepts(store, owner, [candidate("owner's memory", base[0])])
+    twin = candidate("intruder's twin", at_cosine(base, 0.99, rng)[0])
+    lsh = lsh_sketch([twin.embedding])
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        register_vector(conn)
+        bypass = conn.execute("SELECT rolbypassrls OR rolsuper AS b FROM pg_roles WHERE rolname = current_user")
+        assert bypass.fetchone()["b"]
+        owner_keys = sketch(base.tolist()).band_keys[0]
+        for tenant, bands, near in ((intruder, 0, 0), (owner, BANDS, 1)):
+            rows = conn.execute(
+                f"""SELECT b.memory_id FROM unnest(%(keys)s::int[]) AS k(band_key)
+                    CROSS JOIN LATERAL (SELECT b.memory_id FROM memory_vector_bands b
+                                        WHERE {store.db.dialect.band_match_sql("b", "k.band_key")} OFFSET 0) AS b""",
+                band_params(tenant) | {"keys": owner_keys},
+            ).fetchall()
+            assert len(rows) == bands
+            assert len(conn.execute(*store._near_duplicate_query(tenant, [twin], lsh, [0])).fetchall()) == near

@@ -9,16 +9,36 @@ these statements dominate the store path at scale. What keeps them cheap (migrat
   bands is a primary-key delete by (tenant, band key, memory) and the band table needs no second
   index on (tenant, memory) that every insert would pay for;
 - bands of a memory created in this transaction cannot exist yet (fresh ids), so they are
-  plain inserts; only a memory whose vector is replaced takes the upsert path.
+  plain inserts; only a memory whose vector is replaced takes the upsert path;
+- on PostgreSQL the rows are keyed by a bigint bucket, the tenant's 32-bit hash above the band
+  key (``tenant_bucket``), so an index descent compares integers, not a text tenant id; every
+  lookup also checks the tenant id itself (``Dialect.band_match_sql``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 from contextos.lsh import BANDS, SIGNATURE_BITS
+from contextos.store.dialect import Dialect
+
+
+def tenant_bucket(tenant_id: str) -> int:
+    """The high half of a tenant's band buckets: the first 32 bits of md5(tenant id) as a signed
+    integer, shifted up — what SQL's ``contextos_band_bucket`` (migration 0014) computes, so a
+    probe sends ready bucket keys. md5 because both sides have it and it never changes."""
+    high = int(hashlib.md5(tenant_id.encode()).hexdigest()[:8], 16)  # a bucket, not security
+    if high >= 1 << 31:
+        high -= 1 << 32
+    return high << 32
+
+
+def band_params(tenant_id: str) -> dict[str, Any]:
+    """The parameters ``Dialect.band_match_sql`` and ``band_tenant_sql`` refer to."""
+    return {"tenant": tenant_id, "tenant_bucket": tenant_bucket(tenant_id)}
 
 
 def keys_literal(keys: Sequence[int]) -> str:
@@ -57,28 +77,28 @@ def insert_bands(
     )
 
 
-def delete_bands(conn: Any, tenant_id: str, memory_ids: Sequence[UUID]) -> None:
-    """Remove the memories' band rows through the keys their vector rows carry (primary-key deletes).
+def delete_bands(conn: Any, dialect: Dialect, tenant_id: str, memory_ids: Sequence[UUID]) -> None:
+    """Remove the memories' band rows through the keys their vector rows carry (index probes).
     Run it while the ``memory_vectors`` rows still exist (before a delete that cascades to them)."""
     if not memory_ids:
         return
     conn.execute(
-        """DELETE FROM memory_vector_bands
-           WHERE tenant_id = %(tenant)s AND (band_key, memory_id) IN (
-               SELECT k.band_key, v.memory_id
-               FROM memory_vectors v, unnest(v.band_keys) AS k(band_key)
-               WHERE v.tenant_id = %(tenant)s AND v.memory_id = ANY(%(ids)b::uuid[]))""",
-        {"tenant": tenant_id, "ids": list(memory_ids)},
+        f"""DELETE FROM memory_vector_bands b
+           USING (SELECT k.band_key, v.memory_id
+                  FROM memory_vectors v, unnest(v.band_keys) AS k(band_key)
+                  WHERE v.tenant_id = %(tenant)s AND v.memory_id = ANY(%(ids)b::uuid[])) AS d
+           WHERE {dialect.band_match_sql("b", "d.band_key")} AND b.memory_id = d.memory_id""",
+        band_params(tenant_id) | {"ids": list(memory_ids)},
     )
 
 
-def delete_band_pairs(conn: Any, tenant_id: str, pairs: Sequence[tuple[int, UUID]]) -> None:
+def delete_band_pairs(conn: Any, dialect: Dialect, tenant_id: str, pairs: Sequence[tuple[int, UUID]]) -> None:
     """Remove band rows given as (band key, memory id) pairs (their vector rows are already gone)."""
     if not pairs:
         return
     conn.execute(
-        """DELETE FROM memory_vector_bands
-           WHERE tenant_id = %s AND (band_key, memory_id) IN (
-               SELECT k, m FROM unnest(%b::int[], %b::uuid[]) AS p(k, m))""",
-        [tenant_id, [int(k) for k, _ in pairs], [m for _, m in pairs]],
+        f"""DELETE FROM memory_vector_bands b
+           USING unnest(%(keys)b::int[], %(ids)b::uuid[]) AS d(band_key, memory_id)
+           WHERE {dialect.band_match_sql("b", "d.band_key")} AND b.memory_id = d.memory_id""",
+        band_params(tenant_id) | {"keys": [int(k) for k, _ in pairs], "ids": [m for _, m in pairs]},
     )

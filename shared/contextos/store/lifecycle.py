@@ -20,6 +20,7 @@ from contextos.errors import BadRequest, NotFound
 from contextos.lsh import sketch
 from contextos.store.bands import delete_band_pairs, delete_bands, insert_bands
 from contextos.store.db import Database
+from contextos.store.dialect import Dialect
 from contextos.store.governance import write_audit
 from contextos.store.repository import MemoryStore
 from contextos.store.sql import band_case, current_strength, next_transition
@@ -57,6 +58,7 @@ class ArchiveClaim:
     records: list[ArchiveRecord]
     conn: Any
     last_id: UUID | None
+    dialect: Dialect
 
     def stub(self, object_key: str, ranges: Sequence[tuple[int, int]]) -> None:
         """Shrink the hot rows to stubs that point at their bytes in ``object_key``: one transaction
@@ -86,7 +88,7 @@ class ArchiveClaim:
             "UPDATE memory_vectors SET searchable = false, cold = true WHERE tenant_id = %s AND memory_id = ANY(%b)",
             [tenant, ids],
         )
-        delete_bands(conn, tenant, ids)
+        delete_bands(conn, self.dialect, tenant, ids)
         active = sum(1 for r in self.records if r.was_active)
         if active:
             conn.execute(
@@ -251,6 +253,7 @@ class LifecycleStore:
                 records=records,
                 conn=conn,
                 last_id=records[-1].memory_id if len(records) == limit else None,
+                dialect=self.db.dialect,
             )
 
     # -- reactivation ---------------------------------------------------------------------
@@ -404,7 +407,9 @@ class LifecycleStore:
             if not rows:
                 return 0
             # The vector rows went with the memories (cascade): their band keys came back with them.
-            delete_band_pairs(conn, tenant_id, [(k, r["id"]) for r in rows for k in r["band_keys"] or ()])
+            delete_band_pairs(
+                conn, self.db.dialect, tenant_id, [(k, r["id"]) for r in rows for k in r["band_keys"] or ()]
+            )
             hot = sum(1 for r in rows if r["was_hot"])
             if hot:
                 conn.execute(

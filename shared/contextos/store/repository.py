@@ -20,7 +20,7 @@ from contextos.lsh import SIGNATURE_BITS, Sketch, max_hamming, sketch
 from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
-from contextos.store.bands import delete_bands, flat_keys, insert_bands, keys_literal
+from contextos.store.bands import band_params, delete_bands, flat_keys, insert_bands, keys_literal
 from contextos.store.db import Database
 from contextos.store.governance import (
     ContradictionGate,
@@ -559,7 +559,7 @@ class MemoryStore:
                    JOIN probe p ON p.idx = pb.idx
                    CROSS JOIN LATERAL (
                        SELECT b.memory_id, b.signature FROM memory_vector_bands b
-                       WHERE b.tenant_id = %(tenant)s AND b.band_key = pb.band_key OFFSET 0
+                       WHERE {self.db.dialect.band_match_sql("b", "pb.band_key")} OFFSET 0
                    ) AS b
                    WHERE {signature_close}
                )
@@ -574,8 +574,8 @@ class MemoryStore:
                    OFFSET 0
                ) AS v
                WHERE 1.0 - (v.embedding <=> p.embedding) >= %(threshold)s""",
-            {
-                "tenant": tenant_id,
+            band_params(tenant_id)
+            | {
                 "idx": idx,
                 "types": [candidates[i].type for i in idx],
                 "embs": [Vector(candidates[i].embedding) for i in idx],
@@ -587,8 +587,8 @@ class MemoryStore:
             },
         )
 
-    @staticmethod
     def _write_vectors(
+        self,
         conn: Any,
         tenant_id: str,
         memories: list[MemoryCandidate],
@@ -604,7 +604,7 @@ class MemoryStore:
         if not changed:
             return
         replaced = [r["id"] for r in changed if not r["inserted"]]
-        delete_bands(conn, tenant_id, replaced)  # through the old keys, before the vector row changes
+        delete_bands(conn, self.db.dialect, tenant_id, replaced)  # through the old keys, before the vector row changes
         conn.execute(
             """INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, band_keys)
                SELECT %s, i, t, e, %s, k::int[]

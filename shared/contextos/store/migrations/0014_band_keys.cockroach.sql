@@ -7,3 +7,6 @@ FROM (SELECT tenant_id, memory_id, array_agg(band_key ORDER BY band_key) AS keys
       FROM memory_vector_bands GROUP BY tenant_id, memory_id) k
 WHERE v.tenant_id = k.tenant_id AND v.memory_id = k.memory_id AND v.band_keys IS NULL;
 DROP INDEX IF EXISTS memory_vector_bands_memory;
+
+-- PostgreSQL also re-keys the band rows by a bigint bucket (tenant hash above the band key);
+-- CockroachDB keeps (tenant_id, band_key, memory_id): Dialect.band_match_sql picks the lookup.

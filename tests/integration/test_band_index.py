@@ -181,6 +181,7 @@ def test_a_bucket_collision_between_tenants_never_returns_the_other_tenants_band
     import psycopg
     from contextos.lsh import sketch as lsh_sketch
     from contextos.store.bands import band_params
+    from pgvector import Vector
     from pgvector.psycopg import register_vector
     from psycopg.rows import dict_row
 
@@ -203,4 +204,15 @@ def test_a_bucket_collision_between_tenants_never_returns_the_other_tenants_band
                 band_params(tenant) | {"keys": owner_keys},
             ).fetchall()
             assert len(rows) == bands
-            assert len(conn.execute(*store._near_duplicate_query(tenant, [twin], lsh, [0])).fetchall()) == near
+            probe = store._near_duplicate_query(tenant, [twin], lsh, [Vector(twin.embedding)])
+            assert len(conn.execute(*probe).fetchall()) == near
+
+
+def test_the_python_signature_prefix_is_the_one_sql_derives(configured):
+    from contextos.lsh import signature_prefix
+
+    signatures = sketch(unit(np.random.default_rng(7), 5).tolist()).signatures
+    with container.database().system_tx() as conn:
+        for signature in signatures:
+            row = conn.execute("SELECT substr(%s::bit(256)::text, 1, 64)::bit(64)::bigint AS p", [signature]).fetchone()
+            assert row["p"] == signature_prefix(signature)

@@ -61,9 +61,9 @@ def test_search_breadth_is_set_per_transaction_in_each_dialect():
 def test_the_signature_prefilter_is_a_bit_count_on_postgres_and_absent_on_cockroach():
     from contextos.store.dialect import get_dialect
 
-    postgres = get_dialect("postgres").signature_filter_sql("b", "p.signature", "%(d)s")
-    assert postgres == "(b.signature IS NULL OR bit_count(b.signature # p.signature) <= %(d)s)"
-    assert get_dialect("cockroach").signature_filter_sql("b", "p.signature", "%(d)s") == "true"
+    postgres = get_dialect("postgres").signature_filter_sql("b", "p.prefix", "%(d)s")
+    assert postgres == "(b.signature64 IS NULL OR bit_count((b.signature64 # p.prefix)::bit(64)) <= %(d)s)"
+    assert get_dialect("cockroach").signature_filter_sql("b", "p.prefix", "%(d)s") == "true"
 
 
 def test_band_lookups_always_name_the_tenant_in_both_dialects():
@@ -77,5 +77,5 @@ def test_band_lookups_always_name_the_tenant_in_both_dialects():
     assert "b.tenant_id = %(tenant)s" in pg.band_tenant_sql("b")
     assert crdb.band_tenant_sql("b") == "b.tenant_id = %(tenant)s"
     assert "bucket" not in rendered("cockroach").split("0014 (CockroachDB)")[1].split("PostgreSQL also")[0]
-    assert "PRIMARY KEY (bucket, memory_id, tenant_id) INCLUDE (signature)" in rendered("postgres")
+    assert "PRIMARY KEY (bucket, memory_id, tenant_id) INCLUDE (signature64)" in rendered("postgres")
     assert "band_keys INT4[]" in rendered("cockroach")

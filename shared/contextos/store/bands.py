@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from contextos.lsh import BANDS, SIGNATURE_BITS
+from contextos.lsh import BANDS, SIGNATURE_BITS, signature_prefix
 from contextos.store.dialect import Dialect
 
 
@@ -68,12 +68,18 @@ def insert_bands(
         return
     conflict = "" if fresh else " ON CONFLICT DO NOTHING"
     conn.execute(
-        f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature)
-           SELECT %s, (%b::int[])[(t.n - 1) * {BANDS} + g], t.memory_id, t.signature
-           FROM (SELECT u.memory_id, u.bits::bit({SIGNATURE_BITS}) AS signature, u.n
-                 FROM unnest(%b::uuid[], %b::text[]) WITH ORDINALITY AS u(memory_id, bits, n)) AS t
+        f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature, signature64)
+           SELECT %s, (%b::int[])[(t.n - 1) * {BANDS} + g], t.memory_id, t.signature, t.prefix
+           FROM (SELECT u.memory_id, u.bits::bit({SIGNATURE_BITS}) AS signature, u.prefix, u.n
+                 FROM unnest(%b::uuid[], %b::text[], %b::int8[]) WITH ORDINALITY AS u(memory_id, bits, prefix, n)) AS t
            CROSS JOIN generate_series(1, {BANDS}) AS g{conflict}""",
-        [tenant_id, flat_keys(band_keys), list(memory_ids), list(signatures)],
+        [
+            tenant_id,
+            flat_keys(band_keys),
+            list(memory_ids),
+            list(signatures),
+            [signature_prefix(s) for s in signatures],
+        ],
     )
 
 

@@ -47,10 +47,15 @@ class Dialect:
                 return None
 
     def signature_filter_sql(self, band: str, probe: str, max_distance: str) -> str:
-        """A condition keeping band matches whose LSH signature is within ``max_distance`` bits."""
+        """A condition keeping band matches whose LSH signature prefix (``contextos.lsh.signature_prefix``,
+        ``probe`` a bigint) is within ``max_distance`` bits."""
         match self.name:
             case "postgres":
-                return f"({band}.signature IS NULL OR bit_count({band}.signature # {probe}) <= {max_distance})"
+                # The band index carries the signature's first 64 bits (signature64, migration 0014).
+                return (
+                    f"({band}.signature64 IS NULL"
+                    f" OR bit_count(({band}.signature64 # {probe})::bit(64)) <= {max_distance})"
+                )
             case "cockroach":
                 return "true"
 

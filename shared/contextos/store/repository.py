@@ -12,15 +12,17 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import numpy as np
 from contextos.config import DecaySettings, MergeSettings
 from contextos.decay import weibull_scale as decay_weibull_scale
 from contextos.errors import NotFound
 from contextos.governance_models import HeldCandidate
-from contextos.lsh import SIGNATURE_BITS, Sketch, max_hamming, sketch
+from contextos.lsh import PREFIX_BITS, Sketch, max_hamming, signature_prefix, sketch
 from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.bands import band_params, delete_bands, flat_keys, insert_bands, keys_literal
+from contextos.store.batch import StatementBatch
 from contextos.store.db import Database
 from contextos.store.governance import (
     ContradictionGate,
@@ -260,8 +262,11 @@ class MemoryStore:
         and audit rows. Held candidates (the trust gate's) go to the review queue only. Returns
         the result and its counts. ``finish(conn, counts)`` runs last, with the final writes (one
         round trip): the source's own bookkeeping."""
-        lsh = sketch([c.embedding for c in candidates])
-        hot, merge_into, merge_reasons = self._lock_and_find_merge_targets(conn, tenant_id, candidates, lsh)
+        # Each embedding crosses into numpy once: the LSH sketch and the vectors sent to SQL share it.
+        matrix = np.asarray([c.embedding for c in candidates], dtype=np.float32)
+        lsh = sketch(matrix)
+        vectors = [Vector(row) for row in matrix]
+        hot, merge_into, merge_reasons = self._lock_and_find_merge_targets(conn, tenant_id, candidates, lsh, vectors)
         document_id = source.document_id if isinstance(source, DocumentSource) else None
         session_id = source.session_id if isinstance(source, SessionSource) else None
         # -- governance (S7): held candidates land in the review queue and nowhere else ----------
@@ -292,7 +297,7 @@ class MemoryStore:
         ContradictionGate.close_superseded(conn, tenant_id, gate)
         chosen = _one_per_key(candidates, final_keys)
         memories = [memory for _, memory in chosen]
-        memory_sketches = {memory.norm_key: (lsh.signatures[i], lsh.band_keys[i]) for i, memory in chosen}
+        memory_sketches = {memory.norm_key: (lsh.signatures[i], lsh.band_keys[i], vectors[i]) for i, memory in chosen}
         rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
         ids = {r["norm_key"]: r["id"] for r in rows}
         remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
@@ -326,19 +331,24 @@ class MemoryStore:
             "superseded": len(gate.superseded_ids),
             "corroborated": sum(len(v) for v in gate.corroborates.values()),
         }
-        # Nothing below reads a result: one pipelined round trip instead of one per statement.
+        # Nothing below reads a result: one pipelined round trip, and on PostgreSQL the independent
+        # writes go as one statement (contextos.store.batch). The source's own update (a document row
+        # the items reference) stays a statement of its own.
         with conn.pipeline():
-            self._write_vectors(conn, tenant_id, memories, rows, embedder_id, memory_sketches)
-            self._insert_items(conn, tenant_id, source, candidates, final_keys, ids)
-            self._upsert_related_edges(conn, tenant_id, pairs)
+            writes = StatementBatch(conn, combine=self.db.dialect.name == "postgres")
+            self._write_vectors(writes, tenant_id, memories, rows, embedder_id, memory_sketches)
+            self._insert_items(writes, tenant_id, source, candidates, final_keys, ids)
+            self._upsert_related_edges(writes, tenant_id, pairs)
             if created:
-                conn.execute(
+                writes.execute(
                     "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
                     [created, tenant_id],
                 )
             if self.gate:
+                writes.flush()
                 self.gate.link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
-            write_audit(conn, tenant_id, _admission_audit(rows, actor, source))
+            write_audit(writes, tenant_id, _admission_audit(rows, actor, source))
+            writes.flush()
             if finish:
                 finish(conn, admitted_counts)
         return result, admitted_counts
@@ -404,7 +414,10 @@ class MemoryStore:
                     list(candidates),
                     memory_rows,
                     embedder_id,
-                    {c.norm_key: (lsh.signatures[i], lsh.band_keys[i]) for i, c in enumerate(candidates)},
+                    {
+                        c.norm_key: (lsh.signatures[i], lsh.band_keys[i], Vector(c.embedding))
+                        for i, c in enumerate(candidates)
+                    },
                 )
                 conn.execute(
                     """INSERT INTO memory_items (tenant_id, memory_id, session_id, message_from, message_to, label,
@@ -440,7 +453,7 @@ class MemoryStore:
         return int(row["hot_memories"])
 
     def _lock_and_find_merge_targets(
-        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch
+        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, vectors: list[Vector]
     ) -> tuple[int, dict[int, str], dict[int, str]]:
         """The tenant lock, then every merge lookup, in one round trip (a pipeline: the server runs
         them in order, so the lookups run under the lock). Returns the tenant's hot count and, per
@@ -453,7 +466,7 @@ class MemoryStore:
         with conn.pipeline():
             lock = conn.execute(LOCK_TENANT_SQL, [tenant_id])
             lookups = conn.execute(*self._merge_lookup_query(tenant_id, candidates))
-            near = conn.execute(*self._near_duplicate_query(tenant_id, candidates, lsh, list(range(len(candidates)))))
+            near = conn.execute(*self._near_duplicate_query(tenant_id, candidates, lsh, vectors))
             hot = int(lock.fetchone()["hot_memories"])
             lookup_rows, near_rows = lookups.fetchall(), near.fetchall()
         if not hot:
@@ -531,10 +544,11 @@ class MemoryStore:
         return targets, reasons
 
     def _near_duplicate_query(
-        self, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, idx: list[int]
+        self, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, vectors: Sequence[Vector]
     ) -> tuple[str, dict]:
         """(candidate index, key, similarity) rows: the memories of the same type close enough to
-        each candidate (``_nearest_by_candidate`` keeps the nearest).
+        each candidate (``_nearest_by_candidate`` keeps the nearest). ``lsh`` and ``vectors`` are
+        the candidates' sketch and embeddings, in order.
 
         Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh) whose
         signatures are within the threshold's Hamming distance, read from the index itself; each
@@ -546,19 +560,19 @@ class MemoryStore:
         the statistics say: a tenant that grew since the last ANALYZE looks empty to the planner,
         which then prefers to read all its band rows into a hash join (cost growing with the tenant).
         """
-        signature_close = self.db.dialect.signature_filter_sql("b", "p.signature", "%(max_distance)s")
+        signature_close = self.db.dialect.signature_filter_sql("b", "p.prefix", "%(max_distance)s")
         return (
             f"""WITH probe AS MATERIALIZED (
-                   SELECT t.idx, t.type, t.embedding, t.bits::bit({SIGNATURE_BITS}) AS signature
-                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(signatures)b::text[])
-                       AS t(idx, type, embedding, bits)
+                   SELECT t.idx, t.type, t.embedding, t.prefix
+                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(prefixes)b::int8[])
+                       AS t(idx, type, embedding, prefix)
                ),
                hits AS MATERIALIZED (
                    SELECT DISTINCT p.idx, b.memory_id
                    FROM unnest(%(band_idx)b::int[], %(band_keys)b::int[]) AS pb(idx, band_key)
                    JOIN probe p ON p.idx = pb.idx
                    CROSS JOIN LATERAL (
-                       SELECT b.memory_id, b.signature FROM memory_vector_bands b
+                       SELECT b.memory_id, b.signature64 FROM memory_vector_bands b
                        WHERE {self.db.dialect.band_match_sql("b", "pb.band_key")} OFFSET 0
                    ) AS b
                    WHERE {signature_close}
@@ -576,14 +590,14 @@ class MemoryStore:
                WHERE 1.0 - (v.embedding <=> p.embedding) >= %(threshold)s""",
             band_params(tenant_id)
             | {
-                "idx": idx,
-                "types": [candidates[i].type for i in idx],
-                "embs": [Vector(candidates[i].embedding) for i in idx],
-                "signatures": [lsh.signatures[i] for i in idx],
-                "band_idx": [i for i in idx for _ in lsh.band_keys[i]],
-                "band_keys": flat_keys([lsh.band_keys[i] for i in idx]),
+                "idx": list(range(len(candidates))),
+                "types": [c.type for c in candidates],
+                "embs": list(vectors),
+                "prefixes": [signature_prefix(s) for s in lsh.signatures],
+                "band_idx": [i for i, keys in enumerate(lsh.band_keys) for _ in keys],
+                "band_keys": flat_keys(lsh.band_keys),
                 "threshold": self.merge.near_duplicate_cosine,
-                "max_distance": max_hamming(self.merge.near_duplicate_cosine),
+                "max_distance": max_hamming(self.merge.near_duplicate_cosine, bits=PREFIX_BITS),
             },
         )
 
@@ -594,11 +608,11 @@ class MemoryStore:
         memories: list[MemoryCandidate],
         rows: list[dict],
         embedder_id: str,
-        lsh_sketches: dict[str, tuple[str, list[int]]],
+        lsh_sketches: dict[str, tuple[str, list[int], Vector]],
     ) -> None:
         """A vector (and its LSH bands) for each new memory, and new ones where a merge kept the
         newer definition. Vectors land in the fresh segment (indexed = false): no ANN insert here.
-        ``lsh_sketches`` holds each memory's LSH signature and band keys, by norm key."""
+        ``lsh_sketches`` holds each memory's LSH signature, band keys and vector, by norm key."""
         by_key = {m.norm_key: m for m in memories}
         changed = [r for r in rows if r["inserted"] or r["definition"] == by_key[r["norm_key"]].definition]
         if not changed:
@@ -617,7 +631,7 @@ class MemoryStore:
                 embedder_id,
                 [r["id"] for r in changed],
                 [r["type"] for r in changed],
-                [Vector(by_key[r["norm_key"]].embedding) for r in changed],
+                [lsh_sketches[r["norm_key"]][2] for r in changed],
                 [keys_literal(lsh_sketches[r["norm_key"]][1]) for r in changed],
             ],
         )

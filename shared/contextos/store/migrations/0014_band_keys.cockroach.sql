@@ -10,3 +10,6 @@ DROP INDEX IF EXISTS memory_vector_bands_memory;
 
 -- PostgreSQL also re-keys the band rows by a bigint bucket (tenant hash above the band key);
 -- CockroachDB keeps (tenant_id, band_key, memory_id): Dialect.band_match_sql picks the lookup.
+-- The 64-bit signature prefix column exists here too (the store writes it); the Hamming
+-- prefilter stays off on CockroachDB (Dialect.signature_filter_sql), as before.
+ALTER TABLE memory_vector_bands ADD COLUMN IF NOT EXISTS signature64 INT8;

@@ -19,6 +19,14 @@ CREATE OR REPLACE FUNCTION contextos_band_bucket(tenant text, band_key integer) 
     RETURN ((('x' || substr(md5(tenant), 1, 8))::bit(32)::integer)::bigint << 32) | band_key;
 ALTER TABLE memory_vector_bands
     ADD COLUMN IF NOT EXISTS bucket bigint GENERATED ALWAYS AS (contextos_band_bucket(tenant_id, band_key)) STORED;
+
+-- The index entry carries the signature's first 64 bits instead of all 256 (contextos.lsh.
+-- signature_prefix): enough for the Hamming prefilter, and the index, read at random by every
+-- probe and written at random by every insert, shrinks by a third again. The full signature stays
+-- in the row. Rows without a signature keep a NULL prefix and stay candidates.
+ALTER TABLE memory_vector_bands ADD COLUMN IF NOT EXISTS signature64 bigint;
+UPDATE memory_vector_bands SET signature64 = substr(signature::text, 1, 64)::bit(64)::bigint
+WHERE signature IS NOT NULL AND signature64 IS NULL;
 ALTER TABLE memory_vector_bands DROP CONSTRAINT IF EXISTS memory_vector_bands_pkey;
 ALTER TABLE memory_vector_bands
-    ADD CONSTRAINT memory_vector_bands_pkey PRIMARY KEY (bucket, memory_id, tenant_id) INCLUDE (signature);
+    ADD CONSTRAINT memory_vector_bands_pkey PRIMARY KEY (bucket, memory_id, tenant_id) INCLUDE (signature64);

@@ -332,8 +332,7 @@ class MemoryStore:
             "corroborated": sum(len(v) for v in gate.corroborates.values()),
         }
         # Nothing below reads a result: one pipelined round trip, and on PostgreSQL the independent
-        # writes go as one statement (contextos.store.batch). The source's own update (a document row
-        # the items reference) stays a statement of its own.
+        # writes, the source's own update included, go as one statement (contextos.store.batch).
         with conn.pipeline():
             writes = StatementBatch(conn, combine=self.db.dialect.name == "postgres")
             self._write_vectors(writes, tenant_id, memories, rows, embedder_id, memory_sketches)
@@ -348,9 +347,9 @@ class MemoryStore:
                 writes.flush()
                 self.gate.link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
             write_audit(writes, tenant_id, _admission_audit(rows, actor, source))
-            writes.flush()
             if finish:
-                finish(conn, admitted_counts)
+                finish(writes, admitted_counts)
+            writes.flush()
         return result, admitted_counts
 
     def add_memories(
@@ -463,12 +462,29 @@ class MemoryStore:
         acronym lookups; its answers count only for candidates those lookups left unmatched."""
         if not candidates:
             return self._lock_tenant(conn, tenant_id), {}, {}
+        lookup_sql, lookup_params = self._merge_lookup_query(tenant_id, candidates)
+        near_ctes, near_params = self._near_duplicate_ctes(tenant_id, candidates, lsh, vectors)
         with conn.pipeline():
             lock = conn.execute(LOCK_TENANT_SQL, [tenant_id])
-            lookups = conn.execute(*self._merge_lookup_query(tenant_id, candidates))
-            near = conn.execute(*self._near_duplicate_query(tenant_id, candidates, lsh, vectors))
+            # A statement of its own after the lock's, so its snapshot sees what committed meanwhile.
+            found = conn.execute(
+                f"""WITH {near_ctes},
+                   lookups AS ({lookup_sql})
+                   SELECT false AS near, l.exact, l.norm_key, l.initials, l.acronyms, l.importance, l.created_at,
+                          NULL::int AS idx, NULL::float8 AS similarity
+                   FROM lookups l
+                   UNION ALL
+                   SELECT true, NULL, n.norm_key, NULL, NULL, NULL, NULL, n.idx, n.similarity FROM near n""",
+                lookup_params | near_params,
+            )
             hot = int(lock.fetchone()["hot_memories"])
-            lookup_rows, near_rows = lookups.fetchall(), near.fetchall()
+            rows = found.fetchall()
+        # Acronym pairs are tried most important first, then oldest (the order of ``_merge_targets``).
+        lookup_rows = sorted(
+            (r for r in rows if not r["near"]),
+            key=lambda r: (-r["importance"], r["created_at"] is None, r["created_at"] or 0),
+        )
+        near_rows = [r for r in rows if r["near"]]
         if not hot:
             return hot, {}, {}
         targets, reasons = self._merge_targets(candidates, lookup_rows, _nearest_by_candidate(near_rows))
@@ -504,8 +520,7 @@ class MemoryStore:
                UNION ALL
                SELECT false, norm_key, initials, acronyms, importance, created_at FROM memories
                WHERE tenant_id = %(tenant)s AND state = 'active' AND cardinality(acronyms) > 0
-                 AND acronyms[1] = ANY(%(initials)b::text[])
-               ORDER BY importance DESC, created_at""",
+                 AND acronyms[1] = ANY(%(initials)b::text[])""",
             {
                 "tenant": tenant_id,
                 "keys": [c.norm_key for c in candidates],
@@ -546,9 +561,16 @@ class MemoryStore:
     def _near_duplicate_query(
         self, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, vectors: Sequence[Vector]
     ) -> tuple[str, dict]:
-        """(candidate index, key, similarity) rows: the memories of the same type close enough to
-        each candidate (``_nearest_by_candidate`` keeps the nearest). ``lsh`` and ``vectors`` are
-        the candidates' sketch and embeddings, in order.
+        """The near-duplicate probe as a statement of its own (see ``_near_duplicate_ctes``)."""
+        ctes, params = self._near_duplicate_ctes(tenant_id, candidates, lsh, vectors)
+        return f"WITH {ctes} SELECT idx, norm_key, similarity FROM near", params
+
+    def _near_duplicate_ctes(
+        self, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, vectors: Sequence[Vector]
+    ) -> tuple[str, dict]:
+        """CTEs ending in ``near``: (candidate index, key, similarity) rows, the memories of the same
+        type close enough to each candidate (``_nearest_by_candidate`` keeps the nearest). ``lsh``
+        and ``vectors`` are the candidates' sketch and embeddings, in order.
 
         Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh) whose
         signatures are within the threshold's Hamming distance, read from the index itself; each
@@ -562,7 +584,7 @@ class MemoryStore:
         """
         signature_close = self.db.dialect.signature_filter_sql("b", "p.prefix", "%(max_distance)s")
         return (
-            f"""WITH probe AS MATERIALIZED (
+            f"""probe AS MATERIALIZED (
                    SELECT t.idx, t.type, t.embedding, t.prefix
                    FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(prefixes)b::int8[])
                        AS t(idx, type, embedding, prefix)
@@ -576,7 +598,8 @@ class MemoryStore:
                        WHERE {self.db.dialect.band_match_sql("b", "pb.band_key")} OFFSET 0
                    ) AS b
                    WHERE {signature_close}
-               )
+               ),
+               near AS (
                SELECT h.idx, v.norm_key, 1.0 - (v.embedding <=> p.embedding) AS similarity
                FROM hits h
                JOIN probe p ON p.idx = h.idx
@@ -587,7 +610,7 @@ class MemoryStore:
                    WHERE v.tenant_id = %(tenant)s AND v.memory_id = h.memory_id AND v.searchable AND v.type = p.type
                    OFFSET 0
                ) AS v
-               WHERE 1.0 - (v.embedding <=> p.embedding) >= %(threshold)s""",
+               WHERE 1.0 - (v.embedding <=> p.embedding) >= %(threshold)s)""",
             band_params(tenant_id)
             | {
                 "idx": list(range(len(candidates))),

@@ -591,7 +591,7 @@ class MemoryStore:
                ),
                hits AS MATERIALIZED (
                    SELECT DISTINCT p.idx, b.memory_id
-                   FROM unnest(%(band_idx)b::int[], %(band_keys)b::int[]) AS pb(idx, band_key)
+                   FROM unnest(%(band_idx)s::int[], %(band_keys)s::int[]) AS pb(idx, band_key)
                    JOIN probe p ON p.idx = pb.idx
                    CROSS JOIN LATERAL (
                        SELECT b.memory_id, b.signature64 FROM memory_vector_bands b
@@ -617,8 +617,8 @@ class MemoryStore:
                 "types": [c.type for c in candidates],
                 "embs": list(vectors),
                 "prefixes": [signature_prefix(s) for s in lsh.signatures],
-                "band_idx": [i for i, keys in enumerate(lsh.band_keys) for _ in keys],
-                "band_keys": flat_keys(lsh.band_keys),
+                "band_idx": keys_literal([i for i, keys in enumerate(lsh.band_keys) for _ in keys]),
+                "band_keys": keys_literal(flat_keys(lsh.band_keys)),
                 "threshold": self.merge.near_duplicate_cosine,
                 "max_distance": max_hamming(self.merge.near_duplicate_cosine, bits=PREFIX_BITS),
             },

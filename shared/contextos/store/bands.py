@@ -45,7 +45,7 @@ def keys_literal(keys: Sequence[int]) -> str:
     """Integers as one array literal, cast to int[] in SQL: for a memory's band keys (one text value
     per memory: no 2-D arrays, which ``unnest`` would flatten), and for the 320 keys of a document,
     where the driver's per-element array dumping costs three times the string join (measured)."""
-    return "{" + ",".join(str(int(k)) for k in keys) + "}"
+    return "{" + ",".join(map(str, keys)) + "}"
 
 
 def flat_keys(band_keys: Sequence[Sequence[int]]) -> list[int]:

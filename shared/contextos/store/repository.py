@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -524,8 +525,8 @@ class MemoryStore:
             {
                 "tenant": tenant_id,
                 "keys": [c.norm_key for c in candidates],
-                "initials": sorted({v for v in (initials(c.label) for c in candidates) if v}),
-                "acronyms": sorted({a for c in candidates for a in acronyms(c.label)}),
+                "initials": sorted({v for v in (_label_initials(c.label) for c in candidates) if v}),
+                "acronyms": sorted({a for c in candidates for a in _label_acronyms(c.label)}),
             },
         )
 
@@ -538,8 +539,8 @@ class MemoryStore:
         An acronym pair wins over a near duplicate; the near duplicate (same type, cosine at or
         above the threshold, ``nearest``) counts only for what is still unmatched.
         """
-        cand_initials = {i: initials(c.label) for i, c in enumerate(candidates)}
-        cand_acronyms = {i: acronyms(c.label) for i, c in enumerate(candidates)}
+        cand_initials = {i: _label_initials(c.label) for i, c in enumerate(candidates)}
+        cand_acronyms = {i: _label_acronyms(c.label) for i, c in enumerate(candidates)}
         existing = {r["norm_key"] for r in lookup_rows if r["exact"]}
         pairs = [r for r in lookup_rows if not r["exact"]]
         targets: dict[int, str] = {}
@@ -718,8 +719,8 @@ class MemoryStore:
             """,
             {
                 "tenant": tenant_id,
-                "inits": [initials(c.label) for c in memories],
-                "acrs": [",".join(acronyms(c.label)) for c in memories],
+                "inits": [_label_initials(c.label) for c in memories],
+                "acrs": [",".join(_label_acronyms(c.label)) for c in memories],
                 **policy["params"],
                 **_candidate_columns(memories),
             },
@@ -1026,6 +1027,11 @@ class MemoryStore:
 LOCK_TENANT_SQL = """INSERT INTO tenants (tenant_id) VALUES (%s)
     ON CONFLICT (tenant_id) DO UPDATE SET hot_memories = tenants.hot_memories
     RETURNING hot_memories"""
+
+
+# An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
+_label_initials = lru_cache(maxsize=4096)(initials)
+_label_acronyms = lru_cache(maxsize=4096)(lambda label: tuple(acronyms(label)))
 
 
 def _nearest_by_candidate(rows: Sequence[dict]) -> dict[int, str]:

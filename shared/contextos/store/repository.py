@@ -643,24 +643,30 @@ class MemoryStore:
             return
         replaced = [r["id"] for r in changed if not r["inserted"]]
         delete_bands(conn, self.db.dialect, tenant_id, replaced)  # through the old keys, before the vector row changes
-        conn.execute(
-            """INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, band_keys)
-               SELECT %s, i, t, e, %s, k::int[]
-               FROM unnest(%b::uuid[], %b::text[], %b::vector[], %b::text[]) AS v(i, t, e, k)
-               ON CONFLICT (tenant_id, memory_id) DO UPDATE
-               SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, indexed = false,
-                   band_keys = EXCLUDED.band_keys, updated_at = now()""",
-            [
-                tenant_id,
-                embedder_id,
-                [r["id"] for r in changed],
-                [r["type"] for r in changed],
-                [lsh_sketches[r["norm_key"]][2] for r in changed],
-                [keys_literal(lsh_sketches[r["norm_key"]][1]) for r in changed],
-            ],
-        )
-        for fresh in (True, False):
+        for fresh in (True, False):  # a new memory's rows cannot exist yet: plain inserts (no upsert)
             part = [r for r in changed if bool(r["inserted"]) is fresh]
+            if not part:
+                continue
+            upsert = (
+                ""
+                if fresh
+                else """ ON CONFLICT (tenant_id, memory_id) DO UPDATE
+                   SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, indexed = false,
+                       band_keys = EXCLUDED.band_keys, updated_at = now()"""
+            )
+            conn.execute(
+                f"""INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, band_keys)
+                   SELECT %s, i, t, e, %s, k::int[]
+                   FROM unnest(%b::uuid[], %b::text[], %b::vector[], %b::text[]) AS v(i, t, e, k){upsert}""",
+                [
+                    tenant_id,
+                    embedder_id,
+                    [r["id"] for r in part],
+                    [r["type"] for r in part],
+                    [lsh_sketches[r["norm_key"]][2] for r in part],
+                    [keys_literal(lsh_sketches[r["norm_key"]][1]) for r in part],
+                ],
+            )
             insert_bands(
                 conn,
                 tenant_id,

@@ -128,9 +128,19 @@ def test_the_64_bit_prefix_bound_keeps_pairs_at_the_threshold_and_drops_nearly_a
     assert sum(d > bound for d in far) >= 298  # the few that pass are then checked with the exact cosine
 
 
-def test_a_signature_prefix_is_its_first_64_bits_as_a_signed_bigint():
+def test_a_signature_prefix_is_every_fourth_bit_as_a_signed_bigint():
     from contextos.lsh import signature_prefix
 
-    assert signature_prefix("0" * 63 + "1" + "1" * 192) == 1
+    assert signature_prefix("0" * 252 + "1000") == 1
+    assert signature_prefix("0" * 252 + "0111") == 0
     assert signature_prefix("1" + "0" * 255) == -(1 << 63)
     assert signature_prefix("1" * 256) == -1
+    assert signature_prefix("1000" * 64) == -1
+
+
+def test_migration_0014_backfills_the_prefix_with_the_sql_the_code_defines():
+    from contextos.lsh import signature_prefix_sql
+    from contextos.store.dialect import get_dialect
+
+    sql = "\n".join(text for v, _, text in get_dialect("postgres").render_migrations(384) if v == 14)
+    assert f"signature64 = {signature_prefix_sql('signature')}" in sql

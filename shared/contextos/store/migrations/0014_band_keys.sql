@@ -20,12 +20,13 @@ CREATE OR REPLACE FUNCTION contextos_band_bucket(tenant text, band_key integer) 
 ALTER TABLE memory_vector_bands
     ADD COLUMN IF NOT EXISTS bucket bigint GENERATED ALWAYS AS (contextos_band_bucket(tenant_id, band_key)) STORED;
 
--- The index entry carries the signature's first 64 bits instead of all 256 (contextos.lsh.
--- signature_prefix): enough for the Hamming prefilter, and the index, read at random by every
+-- The index entry carries 64 of the signature's bits (every fourth: contextos.lsh.signature_prefix)
+-- instead of all 256: enough for the Hamming prefilter, and the index, read at random by every
 -- probe and written at random by every insert, shrinks by a third again. The full signature stays
 -- in the row. Rows without a signature keep a NULL prefix and stay candidates.
 ALTER TABLE memory_vector_bands ADD COLUMN IF NOT EXISTS signature64 bigint;
-UPDATE memory_vector_bands SET signature64 = substr(signature::text, 1, 64)::bit(64)::bigint
+UPDATE memory_vector_bands
+SET signature64 = (SELECT string_agg(substr((signature)::text, g * 4 + 1, 1), '' ORDER BY g) FROM generate_series(0, 63) AS g)::bit(64)::bigint
 WHERE signature IS NOT NULL AND signature64 IS NULL;
 ALTER TABLE memory_vector_bands DROP CONSTRAINT IF EXISTS memory_vector_bands_pkey;
 ALTER TABLE memory_vector_bands

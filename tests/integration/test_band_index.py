@@ -216,3 +216,28 @@ def test_the_python_signature_prefix_is_the_one_sql_derives(configured):
         for signature in signatures:
             row = conn.execute(f"SELECT {signature_prefix_sql('%s::bit(256)')} AS p", [signature]).fetchone()
             assert row["p"] == signature_prefix(signature)
+
+
+def test_a_related_edge_between_known_memories_gains_weight_and_one_to_a_new_memory_is_created(store, tenant):
+    """Edges touching a memory created in the same transaction take the plain insert; a repeated edge
+    between existing memories still takes the upsert and gains weight."""
+    rng = np.random.default_rng(8)
+    a, b, c = unit(rng, 3)
+    first = [candidate("alpha concept", a), candidate("beta concept", b)]
+    first[1] = first[1].model_copy(update={"related_keys": ["alpha concept"]})
+    store_concepts(store, tenant, first)
+    again = [candidate("alpha concept", a), candidate("beta concept", b), candidate("gamma concept", c)]
+    again[1] = again[1].model_copy(update={"related_keys": ["alpha concept"]})
+    again[2] = again[2].model_copy(update={"related_keys": ["alpha concept"]})
+    store_concepts(store, tenant, again)
+    with container.database().tenant_tx(tenant) as conn:
+        edges = conn.execute(
+            """SELECT s.label AS src, d.label AS dst, r.weight FROM relationships r
+               JOIN memories s ON s.id = r.src_id JOIN memories d ON d.id = r.dst_id
+               WHERE r.type = 'related' ORDER BY s.label"""
+        ).fetchall()
+    cfg = get_settings().merge
+    pairs = [(e["src"], e["dst"]) for e in edges]
+    assert pairs == [("beta concept", "alpha concept"), ("gamma concept", "alpha concept")]
+    assert edges[0]["weight"] == pytest.approx(min(1.0, cfg.related_edge_weight + cfg.related_edge_step))
+    assert edges[1]["weight"] == pytest.approx(cfg.related_edge_weight)

@@ -79,3 +79,10 @@ def test_band_lookups_always_name_the_tenant_in_both_dialects():
     assert "bucket" not in rendered("cockroach").split("0014 (CockroachDB)")[1].split("PostgreSQL also")[0]
     assert "PRIMARY KEY (bucket, memory_id, tenant_id) INCLUDE (signature64)" in rendered("postgres")
     assert "band_keys INT4[]" in rendered("cockroach")
+
+
+def test_item_indexes_keep_only_the_rows_they_serve_in_both_dialects():
+    for dialect in ("postgres", "cockroach"):
+        sql = rendered(dialect)
+        assert "ON memory_items (tenant_id, session_id)\n    WHERE session_id IS NOT NULL" in sql
+        assert "ON memory_items (tenant_id, document_id)\n    WHERE document_id IS NOT NULL" in sql

@@ -338,7 +338,7 @@ class MemoryStore:
             writes = StatementBatch(conn, combine=self.db.dialect.name == "postgres")
             self._write_vectors(writes, tenant_id, memories, rows, embedder_id, memory_sketches)
             self._insert_items(writes, tenant_id, source, candidates, final_keys, ids)
-            self._upsert_related_edges(writes, tenant_id, pairs)
+            self._upsert_related_edges(writes, tenant_id, pairs, {r["id"] for r in rows if r["inserted"]})
             if created:
                 writes.execute(
                     "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
@@ -767,17 +767,24 @@ class MemoryStore:
             ],
         )
 
-    def _upsert_related_edges(self, conn: Any, tenant_id: str, pairs: list[tuple[UUID, UUID]]) -> None:
-        if not pairs:
-            return
+    def _upsert_related_edges(
+        self, conn: Any, tenant_id: str, pairs: list[tuple[UUID, UUID]], new_ids: set[UUID] | frozenset = frozenset()
+    ) -> None:
+        """``related`` edges; a repeated one gains weight. An edge touching a memory created in this
+        transaction (``new_ids``) cannot exist yet: a plain insert, without the upsert's cost."""
         cfg = self.merge
-        conn.execute(
-            f"""INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
-               SELECT %s, s, d, 'related', {cfg.related_edge_weight} FROM unnest(%b::uuid[], %b::uuid[]) AS p(s, d)
-               ON CONFLICT (tenant_id, src_id, dst_id, type)
-               DO UPDATE SET weight = LEAST(1.0, relationships.weight + {cfg.related_edge_step}), updated_at = now()""",
-            [tenant_id, [p[0] for p in pairs], [p[1] for p in pairs]],
-        )
+        fresh = [p for p in pairs if p[0] in new_ids or p[1] in new_ids]
+        known = [p for p in pairs if not (p[0] in new_ids or p[1] in new_ids)]
+        upsert = f""" ON CONFLICT (tenant_id, src_id, dst_id, type) DO UPDATE
+               SET weight = LEAST(1.0, relationships.weight + {cfg.related_edge_step}), updated_at = now()"""
+        for part, conflict in ((fresh, ""), (known, upsert)):
+            if part:
+                conn.execute(
+                    f"""INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
+                       SELECT %s, s, d, 'related', {cfg.related_edge_weight}
+                       FROM unnest(%b::uuid[], %b::uuid[]) AS p(s, d){conflict}""",
+                    [tenant_id, [p[0] for p in part], [p[1] for p in part]],
+                )
 
     def memories_of_document(self, tenant_id: str, document_id: UUID) -> list[dict]:
         """Every memory a document taught (document → memories)."""

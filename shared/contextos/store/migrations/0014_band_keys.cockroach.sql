@@ -13,3 +13,13 @@ DROP INDEX IF EXISTS memory_vector_bands_memory;
 -- The 64-bit signature prefix column exists here too (the store writes it); the Hamming
 -- prefilter stays off on CockroachDB (Dialect.signature_filter_sql), as before.
 ALTER TABLE memory_vector_bands ADD COLUMN IF NOT EXISTS signature64 INT8;
+
+-- memory_items: a document's items have no session and a conversation's no document, yet every
+-- item went into both indexes. Partial indexes keep only the rows each serves (an equality on the
+-- column implies it is not null, so every lookup and the cascade from documents still use them).
+CREATE INDEX IF NOT EXISTS memory_items_document_set ON memory_items (tenant_id, document_id)
+    WHERE document_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memory_items_session_set ON memory_items (tenant_id, session_id)
+    WHERE session_id IS NOT NULL;
+DROP INDEX IF EXISTS memory_items_document;
+DROP INDEX IF EXISTS memory_items_session;

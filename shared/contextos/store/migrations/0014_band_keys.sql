@@ -31,3 +31,13 @@ WHERE signature IS NOT NULL AND signature64 IS NULL;
 ALTER TABLE memory_vector_bands DROP CONSTRAINT IF EXISTS memory_vector_bands_pkey;
 ALTER TABLE memory_vector_bands
     ADD CONSTRAINT memory_vector_bands_pkey PRIMARY KEY (bucket, memory_id, tenant_id) INCLUDE (signature64);
+
+-- memory_items: a document's items have no session and a conversation's no document, yet every
+-- item went into both indexes. Partial indexes keep only the rows each serves (an equality on the
+-- column implies it is not null, so every lookup and the cascade from documents still use them).
+CREATE INDEX IF NOT EXISTS memory_items_document_set ON memory_items (tenant_id, document_id)
+    WHERE document_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memory_items_session_set ON memory_items (tenant_id, session_id)
+    WHERE session_id IS NOT NULL;
+DROP INDEX IF EXISTS memory_items_document;
+DROP INDEX IF EXISTS memory_items_session;

@@ -28,7 +28,7 @@ from contextos.decay import decay_rate
 from contextos.extraction.local import LocalConceptExtractor
 from contextos.extraction.validation import validate
 from contextos.judge.local import LocalHeuristicJudge
-from contextos.lsh import sketch
+from contextos.lsh import signature_prefix, sketch
 from contextos.models import BASE_TRUST, Concept, DocumentJob, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.store.db import Database
@@ -86,8 +86,37 @@ def concept_batch(rng: random.Random, doc: int, size: int) -> list[Concept]:
     return concepts
 
 
-def store_path(store: MemoryStore, settings: Settings, tenant: str, docs: int, size: int, seed: int) -> float:
-    """Concepts per second through steps 4-7 for ``docs`` documents of ``size`` concepts."""
+def server_cpu_ns(pgdata: Path) -> int:
+    """CPU time so far of the embedded server's processes (the postmaster and its children: backends,
+    WAL writer, background writer, autovacuum), from /proc/<pid>/schedstat (Linux). With client CPU
+    it gives per-document costs that other work on a shared machine distorts less than wall time."""
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent == postmaster or int(proc.name) == postmaster:
+                total += int((proc / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # gone meanwhile, or no schedstat
+            continue
+    return total
+
+
+def store_path(
+    store: MemoryStore,
+    settings: Settings,
+    tenant: str,
+    docs: int,
+    size: int,
+    seed: int,
+    *,
+    pgdata: Path | None = None,
+    cpu: dict | None = None,
+) -> float:
+    """Concepts per second through steps 4-7 for ``docs`` documents of ``size`` concepts. With
+    ``pgdata`` and ``cpu``, also the server's and this process's CPU milliseconds per document."""
     rng = random.Random(seed)
     vectors = unit_vectors(docs * size, np.random.default_rng(seed))
     batches = [concept_batch(rng, seed * 10_000 + d, size) for d in range(docs)]
@@ -103,6 +132,8 @@ def store_path(store: MemoryStore, settings: Settings, tenant: str, docs: int, s
         for _ in range(docs)
     ]
     cfg = settings.extraction
+    server_started = server_cpu_ns(pgdata) if pgdata else 0
+    client_started = time.process_time()
     started = time.perf_counter()
     for d, (concepts, doc_id) in enumerate(zip(batches, doc_ids, strict=True)):
         report = validate(
@@ -134,10 +165,15 @@ def store_path(store: MemoryStore, settings: Settings, tenant: str, docs: int, s
             counts={},
             raw_text="x",
         )
-    return docs * size / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    if pgdata and cpu is not None:
+        cpu["server_ms_per_doc"] = round((server_cpu_ns(pgdata) - server_started) / docs / 1e6, 2)
+        cpu["client_ms_per_doc"] = round((time.process_time() - client_started) / docs * 1e3, 2)
+        cpu["wall_ms_per_doc"] = round(elapsed / docs * 1e3, 2)
+    return docs * size / elapsed
 
 
-def preload(url: str, tenant: str, n: int) -> float:
+def preload(url: str, tenant: str, n: int, *, skip_vacuum: bool = False) -> float:
     """Bulk-load ``n`` memories (and their vectors) into one tenant, then rebuild the HNSW index."""
     import psycopg
     from pgvector.psycopg import register_vector
@@ -172,20 +208,21 @@ def preload(url: str, tenant: str, n: int) -> float:
                     ]
                 )
         with conn.cursor().copy(
-            "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed)"
+            "COPY memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed, band_keys)"
             " FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "uuid", "text", "vector", "text", "bool"])
+            copy.set_types(["text", "uuid", "text", "vector", "text", "bool", "int4[]"])
             for start in range(0, n, 10_000):
                 vectors = unit_vectors(min(10_000, n - start), rng)
                 sketches = sketch(vectors)
                 for memory_id, vector, bands, signature in zip(
                     ids[start : start + len(vectors)], vectors, sketches.band_keys, sketches.signatures, strict=True
                 ):
-                    copy.write_row([tenant, memory_id, "fact", vector, "bench", True])
-                    band_rows.extend((tenant, key, memory_id, signature) for key in bands)
+                    copy.write_row([tenant, memory_id, "fact", vector, "bench", True, bands])
+                    prefix = signature_prefix(signature)
+                    band_rows.extend((tenant, key, memory_id, signature, prefix) for key in bands)
         with conn.cursor().copy(
-            "COPY memory_vector_bands (tenant_id, band_key, memory_id, signature) FROM STDIN"
+            "COPY memory_vector_bands (tenant_id, band_key, memory_id, signature, signature64) FROM STDIN"
         ) as copy:
             for row in band_rows:
                 copy.write_row(row)
@@ -195,9 +232,12 @@ def preload(url: str, tenant: str, n: int) -> float:
             "CREATE INDEX memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
             " WITH (m = 16, ef_construction = 64) WHERE searchable AND indexed"
         )
-        conn.execute("ANALYZE memories")
-        conn.execute("ANALYZE memory_vectors")
-        conn.execute("ANALYZE memory_vector_bands")
+        # The steady state of a table that holds 100k memories: autovacuum's insert-triggered VACUUM
+        # marks a bulk load's pages all-visible within a minute or so, and until it has, every band
+        # lookup (an index-only scan) also reads the heap. Left to autovacuum, the figure below
+        # depended on whether it had reached the band table yet; --no-vacuum measures that state.
+        for table in ("memories", "memory_vectors", "memory_vector_bands"):
+            conn.execute(f"{'ANALYZE' if skip_vacuum else 'VACUUM ANALYZE'} {table}")
     return time.perf_counter() - started
 
 
@@ -251,6 +291,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=100, help="documents per store-path measurement")
     parser.add_argument("--concepts", type=int, default=20, help="concepts per document")
     parser.add_argument("--e2e-docs", type=int, default=60)
+    parser.add_argument("--no-vacuum", action="store_true", help="measure right after the bulk load, before VACUUM")
     args = parser.parse_args()
 
     settings = Settings()
@@ -260,11 +301,17 @@ def main() -> None:
         db = Database(url, get_dialect("postgres"), max_size=4)
         store = MemoryStore(db, settings.decay, settings.merge)
 
-        at_0 = store_path(store, settings, "bench-empty", args.docs, args.concepts, seed=1)
+        pgdata = Path(tmp) / "pg"
+        cpu_0: dict = {}
+        cpu_full: dict = {}
+        at_0 = store_path(store, settings, "bench-empty", args.docs, args.concepts, seed=1, pgdata=pgdata, cpu=cpu_0)
         print(f"store path, empty tenant: {at_0:,.0f} concepts/s")
-        load_s = preload(url, "bench-full", args.existing)
+        load_s = preload(url, "bench-full", args.existing, skip_vacuum=args.no_vacuum)
         print(f"preloaded {args.existing:,} memories with their HNSW index in {load_s:.0f} s")
-        at_full = store_path(store, settings, "bench-full", args.docs, args.concepts, seed=2)
+        at_full = store_path(
+            store, settings, "bench-full", args.docs, args.concepts, seed=2, pgdata=pgdata, cpu=cpu_full
+        )
+        print(f"  per document at 0: {cpu_0}; at {args.existing:,}: {cpu_full}")
         print(f"store path, {args.existing:,} existing: {at_full:,.0f} concepts/s ({at_full / at_0:.2f}x of empty)")
         # What the deployed admission adds on top of S4: the S7 contradiction gate (local judge).
         # The ingestion service settles fresh vectors into the ANN index after each document; the
@@ -294,6 +341,9 @@ def main() -> None:
             "store_with_contradiction_gate_concepts_per_s_at_100k": round(gated_full, 1),
             "settle_vectors_per_s_at_100k": round(settle_rate, 1),
             "e2e_docs_per_s": round(e2e, 2),
+            "store_cpu_per_doc_at_0": cpu_0,
+            "store_cpu_per_doc_at_100k": cpu_full,
+            "vacuumed_after_preload": not args.no_vacuum,
             "documents_per_measurement": args.docs,
             "concepts_per_document": args.concepts,
             "preload_and_index_s": round(load_s, 1),
@@ -302,6 +352,11 @@ def main() -> None:
         notes=[
             "Store path: S4 steps 4-7 with precomputed (random unit) embeddings; one transaction per document.",
             "Baseline: the same path into an empty tenant, measured in the same run.",
+            "store_cpu_per_doc_*: CPU milliseconds per document of the embedded server's processes (schedstat)"
+            " and of the benchmark process, beside wall time: on a shared machine wall time also counts waiting"
+            " for a core.",
+            "The 100k tenant is bulk-loaded, then VACUUM ANALYZEd (the state autovacuum reaches a minute or so"
+            " after a load; --no-vacuum measures before it).",
             "End to end: parse, local keyphrase extraction, validation, MiniLM int8 embeddings, trust gate, store"
             " (the ingestion service as deployed, contradiction gate included).",
             "With the contradiction gate: the same store path plus S7's judging of each concept against its"

@@ -86,7 +86,31 @@ def bands_sql() -> str:
     return f"generate_series(0, {BANDS - 1})"
 
 
-def max_hamming(cosine: float, *, sigmas: float = 4.0) -> int:
-    """The largest signature distance a pair at ``cosine`` plausibly shows (mean + ``sigmas`` σ)."""
+def max_hamming(cosine: float, *, sigmas: float = 4.0, bits: int = SIGNATURE_BITS) -> int:
+    """The largest distance over ``bits`` signature bits a pair at ``cosine`` plausibly shows
+    (mean + ``sigmas`` σ)."""
     p = math.acos(max(-1.0, min(1.0, cosine))) / math.pi
-    return math.ceil(SIGNATURE_BITS * p + sigmas * math.sqrt(SIGNATURE_BITS * p * (1 - p)))
+    return math.ceil(bits * p + sigmas * math.sqrt(bits * p * (1 - p)))
+
+
+PREFIX_BITS = 64
+_PREFIX_STRIDE = SIGNATURE_BITS // PREFIX_BITS
+
+
+def signature_prefix(signature: str) -> int:
+    """Every fourth bit of a '0'/'1' signature (PREFIX_BITS of them) as a signed 64-bit integer (SQL
+    ``bigint``): what a band row's index entry carries for the Hamming prefilter. At the merge
+    threshold a pair differs in about 8 of them (σ ≈ 2.6), an unrelated pair in 32 (σ = 4), so
+    `max_hamming` over these bits still drops nearly every false band match while the entry stays
+    28 bytes smaller. Strided rather than the first 64 bits: a band match fixes only the 4 of them
+    that fall in its band, not 16 (with the first 64 bits, 3 % of false matches passed, not 0.2 %)."""
+    value = int(signature[::_PREFIX_STRIDE], 2)
+    return value - (1 << PREFIX_BITS) if value >= 1 << (PREFIX_BITS - 1) else value
+
+
+def signature_prefix_sql(signature: str) -> str:
+    """SQL for `signature_prefix` of a ``bit(256)`` expression (migration 0014's backfill)."""
+    return (
+        f"(SELECT string_agg(substr(({signature})::text, g * {_PREFIX_STRIDE} + 1, 1), '' ORDER BY g)"
+        f" FROM generate_series(0, {PREFIX_BITS - 1}) AS g)::bit({PREFIX_BITS})::bigint"
+    )

@@ -134,9 +134,10 @@ def test_a_near_duplicate_of_the_same_type_merges_and_one_of_another_type_does_n
     assert labels == ["Blue green deploy", "Blue-green deployment"]
 
 
-def _rewrite_signatures(tenant: str, expression: str) -> None:
+def _rewrite_signatures(tenant: str, expression: str, prefix_expression: str) -> None:
+    """Rewrite the band rows' signatures and the 64-bit prefixes their index entries carry."""
     with container.database().tenant_tx(tenant) as conn:
-        conn.execute(f"UPDATE memory_vector_bands SET signature = {expression}")
+        conn.execute(f"UPDATE memory_vector_bands SET signature = {expression}, signature64 = {prefix_expression}")
 
 
 def test_band_matches_whose_signature_is_far_never_reach_the_vector_check(store, tenant, local_embedder):
@@ -146,7 +147,7 @@ def test_band_matches_whose_signature_is_far_never_reach_the_vector_check(store,
         "decision",
     )
     store_concepts(store, tenant, candidates(local_embedder, [base]))
-    _rewrite_signatures(tenant, "~signature")  # the bands still match; the signature says "unrelated"
+    _rewrite_signatures(tenant, "~signature", "~signature64")  # the bands still match; the signature says "unrelated"
     twin = ("Blue green deployments strategy", base[1], "decision")
     result = store_concepts(store, tenant, candidates(local_embedder, [twin]))
     assert (result.created, result.merged) == (1, 0)
@@ -159,7 +160,7 @@ def test_band_rows_written_before_signatures_existed_still_find_near_duplicates(
         "decision",
     )
     store_concepts(store, tenant, candidates(local_embedder, [base]))
-    _rewrite_signatures(tenant, "NULL")
+    _rewrite_signatures(tenant, "NULL", "NULL")
     twin = ("Blue green deployments strategy", base[1], "decision")
     result = store_concepts(store, tenant, candidates(local_embedder, [twin]))
     assert (result.created, result.merged) == (0, 1)

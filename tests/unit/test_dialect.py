@@ -61,6 +61,28 @@ def test_search_breadth_is_set_per_transaction_in_each_dialect():
 def test_the_signature_prefilter_is_a_bit_count_on_postgres_and_absent_on_cockroach():
     from contextos.store.dialect import get_dialect
 
-    postgres = get_dialect("postgres").signature_filter_sql("b", "p.signature", "%(d)s")
-    assert postgres == "(b.signature IS NULL OR bit_count(b.signature # p.signature) <= %(d)s)"
-    assert get_dialect("cockroach").signature_filter_sql("b", "p.signature", "%(d)s") == "true"
+    postgres = get_dialect("postgres").signature_filter_sql("b", "p.prefix", "%(d)s")
+    assert postgres == "(b.signature64 IS NULL OR bit_count((b.signature64 # p.prefix)::bit(64)) <= %(d)s)"
+    assert get_dialect("cockroach").signature_filter_sql("b", "p.prefix", "%(d)s") == "true"
+
+
+def test_band_lookups_always_name_the_tenant_in_both_dialects():
+    """PostgreSQL probes band rows by the bigint bucket (migration 0014) and still checks the tenant
+    id; CockroachDB keeps the (tenant_id, band_key) key and has no bucket column."""
+    pg, crdb = get_dialect("postgres"), get_dialect("cockroach")
+    assert pg.band_match_sql("b", "k.key") == (
+        "b.bucket = (%(tenant_bucket)s::int8 | k.key) AND b.tenant_id = %(tenant)s"
+    )
+    assert crdb.band_match_sql("b", "k.key") == "b.tenant_id = %(tenant)s AND b.band_key = k.key"
+    assert "b.tenant_id = %(tenant)s" in pg.band_tenant_sql("b")
+    assert crdb.band_tenant_sql("b") == "b.tenant_id = %(tenant)s"
+    assert "bucket" not in rendered("cockroach").split("0014 (CockroachDB)")[1].split("PostgreSQL also")[0]
+    assert "PRIMARY KEY (bucket, memory_id, tenant_id) INCLUDE (signature64)" in rendered("postgres")
+    assert "band_keys INT4[]" in rendered("cockroach")
+
+
+def test_item_indexes_keep_only_the_rows_they_serve_in_both_dialects():
+    for dialect in ("postgres", "cockroach"):
+        sql = rendered(dialect)
+        assert "ON memory_items (tenant_id, session_id)\n    WHERE session_id IS NOT NULL" in sql
+        assert "ON memory_items (tenant_id, document_id)\n    WHERE document_id IS NOT NULL" in sql

@@ -106,3 +106,41 @@ def test_the_hamming_bound_keeps_pairs_at_the_threshold_and_drops_unrelated_ones
     far = [distance(rng.standard_normal(384).tolist(), rng.standard_normal(384).tolist()) for _ in range(300)]
     assert sum(d <= bound for d in near) >= 299  # a true near duplicate is almost never dropped
     assert all(d > bound for d in far)  # an unrelated band match never reaches the vector check
+
+
+def test_the_64_bit_prefix_bound_keeps_pairs_at_the_threshold_and_drops_nearly_all_unrelated_ones():
+    """The band index carries only the signature's first 64 bits (migration 0014)."""
+    import numpy as np
+    from contextos.lsh import PREFIX_BITS, max_hamming, signature_prefix, sketch
+
+    # 64p = 7.67; σ = sqrt(64 p (1-p)) = 2.60; 7.67 + 4σ = 18.1 → 19
+    bound = max_hamming(0.93, bits=PREFIX_BITS)
+    assert bound == 19
+    rng = np.random.default_rng(5)
+
+    def distance(a: list[float], b: list[float]) -> int:
+        sa, sb = (signature_prefix(s) for s in sketch([a, b]).signatures)
+        return bin((sa ^ sb) & ((1 << 64) - 1)).count("1")
+
+    near = [distance(*_pair_at(0.93, rng)) for _ in range(300)]
+    far = [distance(rng.standard_normal(384).tolist(), rng.standard_normal(384).tolist()) for _ in range(300)]
+    assert sum(d <= bound for d in near) >= 299
+    assert sum(d > bound for d in far) >= 298  # the few that pass are then checked with the exact cosine
+
+
+def test_a_signature_prefix_is_every_fourth_bit_as_a_signed_bigint():
+    from contextos.lsh import signature_prefix
+
+    assert signature_prefix("0" * 252 + "1000") == 1
+    assert signature_prefix("0" * 252 + "0111") == 0
+    assert signature_prefix("1" + "0" * 255) == -(1 << 63)
+    assert signature_prefix("1" * 256) == -1
+    assert signature_prefix("1000" * 64) == -1
+
+
+def test_migration_0014_backfills_the_prefix_with_the_sql_the_code_defines():
+    from contextos.lsh import signature_prefix_sql
+    from contextos.store.dialect import get_dialect
+
+    sql = "\n".join(text for v, _, text in get_dialect("postgres").render_migrations(384) if v == 14)
+    assert f"signature64 = {signature_prefix_sql('signature')}" in sql

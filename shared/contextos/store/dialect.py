@@ -56,12 +56,39 @@ class Dialect:
                 return None
 
     def signature_filter_sql(self, band: str, probe: str, max_distance: str) -> str:
-        """A condition keeping band matches whose LSH signature is within ``max_distance`` bits."""
+        """A condition keeping band matches whose LSH signature prefix (``contextos.lsh.signature_prefix``,
+        ``probe`` a bigint) is within ``max_distance`` bits."""
         match self.name:
             case "postgres":
-                return f"({band}.signature IS NULL OR bit_count({band}.signature # {probe}) <= {max_distance})"
+                # The band index carries the signature's first 64 bits (signature64, migration 0014).
+                return (
+                    f"({band}.signature64 IS NULL"
+                    f" OR bit_count(({band}.signature64 # {probe})::bit(64)) <= {max_distance})"
+                )
             case "cockroach":
                 return "true"
+
+    def band_match_sql(self, band: str, key: str) -> str:
+        """A condition matching the tenant's band rows (alias ``band``) whose band key is ``key``, as
+        an index probe. Needs the ``tenant`` and ``tenant_bucket`` parameters (``bands.tenant_bucket``).
+        PostgreSQL keys band rows by a bigint bucket (migration 0014); the tenant check stays, so a
+        hash collision cannot match another tenant's row."""
+        match self.name:
+            case "postgres":
+                return f"{band}.bucket = (%(tenant_bucket)s::int8 | {key}) AND {band}.tenant_id = %(tenant)s"
+            case "cockroach":
+                return f"{band}.tenant_id = %(tenant)s AND {band}.band_key = {key}"
+
+    def band_tenant_sql(self, band: str) -> str:
+        """A condition selecting all of the tenant's band rows through the index (same parameters)."""
+        match self.name:
+            case "postgres":
+                return (
+                    f"{band}.bucket BETWEEN %(tenant_bucket)s::int8 AND %(tenant_bucket)s::int8 + 4294967295"
+                    f" AND {band}.tenant_id = %(tenant)s"
+                )
+            case "cockroach":
+                return f"{band}.tenant_id = %(tenant)s"
 
     def migration_files(self) -> list[tuple[int, str, Path]]:
         """(version, name, file) for every migration, preferring ``NNNN_name.<dialect>.sql``."""

@@ -17,8 +17,10 @@ from uuid import UUID
 
 from contextos.config import DecaySettings, LifecycleSettings
 from contextos.errors import BadRequest, NotFound
-from contextos.lsh import SIGNATURE_BITS, sketch
+from contextos.lsh import sketch
+from contextos.store.bands import delete_band_pairs, delete_bands, insert_bands
 from contextos.store.db import Database
+from contextos.store.dialect import Dialect
 from contextos.store.governance import write_audit
 from contextos.store.repository import MemoryStore
 from contextos.store.sql import band_case, current_strength, next_transition
@@ -56,6 +58,7 @@ class ArchiveClaim:
     records: list[ArchiveRecord]
     conn: Any
     last_id: UUID | None
+    dialect: Dialect
 
     def stub(self, object_key: str, ranges: Sequence[tuple[int, int]]) -> None:
         """Shrink the hot rows to stubs that point at their bytes in ``object_key``: one transaction
@@ -85,7 +88,7 @@ class ArchiveClaim:
             "UPDATE memory_vectors SET searchable = false, cold = true WHERE tenant_id = %s AND memory_id = ANY(%b)",
             [tenant, ids],
         )
-        conn.execute("DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%b)", [tenant, ids])
+        delete_bands(conn, self.dialect, tenant, ids)
         active = sum(1 for r in self.records if r.was_active)
         if active:
             conn.execute(
@@ -276,6 +279,7 @@ class LifecycleStore:
                 records=records,
                 conn=conn,
                 last_id=records[-1].memory_id if len(records) == limit else None,
+                dialect=self.db.dialect,
             )
 
     # -- reactivation ---------------------------------------------------------------------
@@ -381,10 +385,10 @@ class LifecycleStore:
         if vector is not None:
             lsh = sketch([vector["embedding"].to_list()])
             conn.execute(
-                f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature)
-                    SELECT %s, b, %s, %s::bit({SIGNATURE_BITS}) FROM unnest(%s::int[]) AS b ON CONFLICT DO NOTHING""",
-                [tenant, claim.memory_id, lsh.signatures[0], list(lsh.band_keys[0])],
+                "UPDATE memory_vectors SET band_keys = %s WHERE tenant_id = %s AND memory_id = %s",
+                [list(lsh.band_keys[0]), tenant, claim.memory_id],
             )
+            insert_bands(conn, tenant, [claim.memory_id], lsh.signatures, lsh.band_keys, fresh=False)
         conn.execute("UPDATE tenants SET hot_memories = hot_memories + 1 WHERE tenant_id = %s", [tenant])
         write_audit(
             conn,
@@ -420,16 +424,17 @@ class LifecycleStore:
                        SELECT m.id FROM memories m JOIN doomed ON doomed.id = m.id
                        WHERE m.tenant_id = %(tenant)s ORDER BY m.id LIMIT %(limit)s FOR UPDATE OF m SKIP LOCKED
                    )
-                   DELETE FROM memories m USING locked
+                   DELETE FROM memories m
+                   USING locked LEFT JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = locked.id
                    WHERE m.tenant_id = %(tenant)s AND m.id = locked.id
-                   RETURNING m.id, m.type, (m.tier = 'hot' AND m.state = 'active') AS was_hot""",
+                   RETURNING m.id, m.type, (m.tier = 'hot' AND m.state = 'active') AS was_hot, v.band_keys""",
                 {"tenant": tenant_id, "limit": limit, "ttl": ttl_s},
             ).fetchall()
             if not rows:
                 return 0
-            ids = [r["id"] for r in rows]
-            conn.execute(
-                "DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, ids]
+            # The vector rows went with the memories (cascade): their band keys came back with them.
+            delete_band_pairs(
+                conn, self.db.dialect, tenant_id, [(k, r["id"]) for r in rows for k in r["band_keys"] or ()]
             )
             hot = sum(1 for r in rows if r["was_hot"])
             if hot:

@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from contextos.config import DecaySettings, ReportSettings
+from contextos.store.bands import band_params
 from contextos.store.db import Database
 from contextos.store.sql import band_case, current_strength
 from psycopg.types.json import Jsonb
@@ -119,17 +120,18 @@ class ReportStore:
         contextos.lsh), each checked with the exact cosine: one set-based self-join, no ANN probe
         per memory. Buckets larger than ``lsh_bucket_max_members`` are skipped to bound the join.
         """
+        dialect = self.db.dialect
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                """WITH buckets AS (
-                       SELECT band_key FROM memory_vector_bands WHERE tenant_id = %(tenant)s
-                       GROUP BY band_key HAVING count(*) BETWEEN 2 AND %(bucket_max)s
+                f"""WITH buckets AS (
+                       SELECT b.band_key FROM memory_vector_bands b WHERE {dialect.band_tenant_sql("b")}
+                       GROUP BY b.band_key HAVING count(*) BETWEEN 2 AND %(bucket_max)s
                    ),
                    pairs AS (
                        SELECT DISTINCT x.memory_id AS a_id, y.memory_id AS b_id
                        FROM buckets k
-                       JOIN memory_vector_bands x ON x.tenant_id = %(tenant)s AND x.band_key = k.band_key
-                       JOIN memory_vector_bands y ON y.tenant_id = %(tenant)s AND y.band_key = k.band_key
+                       JOIN memory_vector_bands x ON {dialect.band_match_sql("x", "k.band_key")}
+                       JOIN memory_vector_bands y ON {dialect.band_match_sql("y", "k.band_key")}
                                                  AND x.memory_id < y.memory_id
                    )
                    SELECT p.a_id, p.b_id, 1.0 - (va.embedding <=> vb.embedding) AS similarity,
@@ -145,8 +147,8 @@ class ReportStore:
                    WHERE 1.0 - (va.embedding <=> vb.embedding) >= %(min_cosine)s
                    ORDER BY similarity DESC, p.a_id, p.b_id
                    LIMIT %(limit)s""",
-                {
-                    "tenant": tenant_id,
+                band_params(tenant_id)
+                | {
                     "bucket_max": self.cfg.lsh_bucket_max_members,
                     "min_cosine": min_cosine,
                     "limit": limit,

@@ -6,19 +6,23 @@ would too: RLS is the second wall, not the first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
+import numpy as np
 from contextos.config import DecaySettings, MergeSettings
 from contextos.decay import weibull_scale as decay_weibull_scale
 from contextos.errors import NotFound
 from contextos.governance_models import HeldCandidate
-from contextos.lsh import SIGNATURE_BITS, band_key_sql, bands_sql, max_hamming, signatures
+from contextos.lsh import PREFIX_BITS, Sketch, max_hamming, signature_prefix, sketch
 from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
 from contextos.normalization import acronyms, initials
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
+from contextos.store.bands import band_params, delete_bands, flat_keys, insert_bands, keys_literal
+from contextos.store.batch import StatementBatch
 from contextos.store.db import Database
 from contextos.store.governance import (
     ContradictionGate,
@@ -193,7 +197,7 @@ class MemoryStore:
         with self.db.tenant_tx(tenant_id) as conn:
             if isinstance(source, SessionSource) and self._flush_done(conn, tenant_id, source):
                 return StoreResult(already_stored=True)
-            result, admitted_counts = self.admit(
+            result, _ = self.admit(
                 conn,
                 tenant_id,
                 candidates,
@@ -202,8 +206,8 @@ class MemoryStore:
                 held=held,
                 actor=actor,
                 prejudged=prejudged,
+                finish=lambda c, counts: self._finish_source(c, tenant_id, source, source.counts | counts),
             )
-            self._finish_source(conn, tenant_id, source, source.counts | admitted_counts)
         return result
 
     @staticmethod
@@ -252,12 +256,18 @@ class MemoryStore:
         held: Sequence[HeldCandidate] = (),
         actor: str = "ingest",
         prejudged: JudgementCache | None = None,
+        finish: Callable[[Any, dict[str, Any]], None] | None = None,
     ) -> tuple[StoreResult, dict[str, Any]]:
         """S4 step 7 inside the caller's transaction, for any source (None: a manual memory or a
         promotion): the tenant lock, merges, the contradiction gate (S7), upserts, items, edges
         and audit rows. Held candidates (the trust gate's) go to the review queue only. Returns
-        the result and its counts."""
-        hot = self._lock_tenant(conn, tenant_id)
+        the result and its counts. ``finish(conn, counts)`` runs last, with the final writes (one
+        round trip): the source's own bookkeeping."""
+        # Each embedding crosses into numpy once: the LSH sketch and the vectors sent to SQL share it.
+        matrix = np.asarray([c.embedding for c in candidates], dtype=np.float32)
+        lsh = sketch(matrix)
+        vectors = [Vector(row) for row in matrix]
+        hot, merge_into, merge_reasons = self._lock_and_find_merge_targets(conn, tenant_id, candidates, lsh, vectors)
         document_id = source.document_id if isinstance(source, DocumentSource) else None
         session_id = source.session_id if isinstance(source, SessionSource) else None
         # -- governance (S7): held candidates land in the review queue and nowhere else ----------
@@ -269,10 +279,6 @@ class MemoryStore:
             document_id=document_id,
             session_id=session_id,
             messages=(source.message_from, source.message_to) if isinstance(source, SessionSource) else None,
-        )
-        lsh_signatures = signatures([c.embedding for c in candidates])
-        merge_into, merge_reasons = (
-            self._merge_targets(conn, tenant_id, candidates, lsh_signatures) if hot else ({}, {})
         )
         final_keys = [merge_into.get(i, c.norm_key) for i, c in enumerate(candidates)]
         # -- governance (S7): the contradiction gate, under the tenant lock ------------------------
@@ -292,7 +298,7 @@ class MemoryStore:
         ContradictionGate.close_superseded(conn, tenant_id, gate)
         chosen = _one_per_key(candidates, final_keys)
         memories = [memory for _, memory in chosen]
-        memory_signatures = {memory.norm_key: lsh_signatures[i] for i, memory in chosen}
+        memory_sketches = {memory.norm_key: (lsh.signatures[i], lsh.band_keys[i], vectors[i]) for i, memory in chosen}
         rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
         ids = {r["norm_key"]: r["id"] for r in rows}
         remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
@@ -326,19 +332,25 @@ class MemoryStore:
             "superseded": len(gate.superseded_ids),
             "corroborated": sum(len(v) for v in gate.corroborates.values()),
         }
-        # Nothing below reads a result: one pipelined round trip instead of one per statement.
+        # Nothing below reads a result: one pipelined round trip, and on PostgreSQL the independent
+        # writes, the source's own update included, go as one statement (contextos.store.batch).
         with conn.pipeline():
-            self._write_vectors(conn, tenant_id, memories, rows, embedder_id, memory_signatures)
-            self._insert_items(conn, tenant_id, source, candidates, final_keys, ids)
-            self._upsert_related_edges(conn, tenant_id, pairs)
+            writes = StatementBatch(conn, combine=self.db.dialect.name == "postgres")
+            self._write_vectors(writes, tenant_id, memories, rows, embedder_id, memory_sketches)
+            self._insert_items(writes, tenant_id, source, candidates, final_keys, ids)
+            self._upsert_related_edges(writes, tenant_id, pairs, {r["id"] for r in rows if r["inserted"]})
             if created:
-                conn.execute(
+                writes.execute(
                     "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
                     [created, tenant_id],
                 )
             if self.gate:
+                writes.flush()
                 self.gate.link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
-            write_audit(conn, tenant_id, _admission_audit(rows, actor, source))
+            write_audit(writes, tenant_id, _admission_audit(rows, actor, source))
+            if finish:
+                finish(writes, admitted_counts)
+            writes.flush()
         return result, admitted_counts
 
     def add_memories(
@@ -394,7 +406,7 @@ class MemoryStore:
                 {"id": i, "norm_key": c.norm_key, "definition": c.definition, "type": c.type, "inserted": True}
                 for i, c in zip(ids, candidates, strict=True)
             ]
-            lsh_signatures = signatures([c.embedding for c in candidates])
+            lsh = sketch([c.embedding for c in candidates])
             with conn.pipeline():
                 self._write_vectors(
                     conn,
@@ -402,7 +414,10 @@ class MemoryStore:
                     list(candidates),
                     memory_rows,
                     embedder_id,
-                    {c.norm_key: lsh_signatures[i] for i, c in enumerate(candidates)},
+                    {
+                        c.norm_key: (lsh.signatures[i], lsh.band_keys[i], Vector(c.embedding))
+                        for i, c in enumerate(candidates)
+                    },
                 )
                 conn.execute(
                     """INSERT INTO memory_items (tenant_id, memory_id, session_id, message_from, message_to, label,
@@ -434,13 +449,47 @@ class MemoryStore:
     def _lock_tenant(conn: Any, tenant_id: str) -> int:
         """Serialize step 7 per tenant (a row lock works in both dialects); return its hot count
         (zero means there is nothing to merge with, so the lookups are skipped)."""
-        row = conn.execute(
-            """INSERT INTO tenants (tenant_id) VALUES (%s)
-               ON CONFLICT (tenant_id) DO UPDATE SET hot_memories = tenants.hot_memories
-               RETURNING hot_memories""",
-            [tenant_id],
-        ).fetchone()
+        row = conn.execute(LOCK_TENANT_SQL, [tenant_id]).fetchone()
         return int(row["hot_memories"])
+
+    def _lock_and_find_merge_targets(
+        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, vectors: list[Vector]
+    ) -> tuple[int, dict[int, str], dict[int, str]]:
+        """The tenant lock, then every merge lookup, in one round trip (a pipeline: the server runs
+        them in order, so the lookups run under the lock). Returns the tenant's hot count and, per
+        candidate index, the existing memory it joins and why (see ``_merge_targets``).
+
+        The near-duplicate probe is sent for every candidate at once rather than after the exact and
+        acronym lookups; its answers count only for candidates those lookups left unmatched."""
+        if not candidates:
+            return self._lock_tenant(conn, tenant_id), {}, {}
+        lookup_sql, lookup_params = self._merge_lookup_query(tenant_id, candidates)
+        near_ctes, near_params = self._near_duplicate_ctes(tenant_id, candidates, lsh, vectors)
+        with conn.pipeline():
+            lock = conn.execute(LOCK_TENANT_SQL, [tenant_id])
+            # A statement of its own after the lock's, so its snapshot sees what committed meanwhile.
+            found = conn.execute(
+                f"""WITH {near_ctes},
+                   lookups AS ({lookup_sql})
+                   SELECT false AS near, l.exact, l.norm_key, l.initials, l.acronyms, l.importance, l.created_at,
+                          NULL::int AS idx, NULL::float8 AS similarity
+                   FROM lookups l
+                   UNION ALL
+                   SELECT true, NULL, n.norm_key, NULL, NULL, NULL, NULL, n.idx, n.similarity FROM near n""",
+                lookup_params | near_params,
+            )
+            hot = int(lock.fetchone()["hot_memories"])
+            rows = found.fetchall()
+        # Acronym pairs are tried most important first, then oldest (the order of ``_merge_targets``).
+        lookup_rows = sorted(
+            (r for r in rows if not r["near"]),
+            key=lambda r: (-r["importance"], r["created_at"] is None, r["created_at"] or 0),
+        )
+        near_rows = [r for r in rows if r["near"]]
+        if not hot:
+            return hot, {}, {}
+        targets, reasons = self._merge_targets(candidates, lookup_rows, _nearest_by_candidate(near_rows))
+        return hot, targets, reasons
 
     def _policy_columns(self, tenant_id: str) -> dict[str, dict[str, str | float]]:
         """The tenant's decay policy for new memories: SQL for ``next_transition`` and the column values."""
@@ -458,20 +507,11 @@ class MemoryStore:
             },
         }
 
-    def _merge_targets(
-        self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh_signatures: list[str]
-    ) -> tuple[dict[int, str], dict[int, str]]:
-        """For each candidate without an exact key match: the existing memory it should join.
-
-        Cheap lookups first (exact keys, then acronym pairs such as "GRPO" ↔ "Group Relative
-        Policy Optimization", both through btree/GIN indexes in one query each); the vector
-        probe for near duplicates (same type, cosine at or above the threshold) runs only for
-        what is still unmatched.
-        """
-        keys = [c.norm_key for c in candidates]
-        cand_initials = {i: initials(c.label) for i, c in enumerate(candidates)}
-        cand_acronyms = {i: acronyms(c.label) for i, c in enumerate(candidates)}
-        rows = conn.execute(
+    @staticmethod
+    def _merge_lookup_query(tenant_id: str, candidates: Sequence[MemoryCandidate]) -> tuple[str, dict]:
+        """Exact keys, then acronym pairs such as "GRPO" ↔ "Group Relative Policy Optimization", both
+        through btree indexes in one query."""
+        return (
             """SELECT true AS exact, norm_key, NULL::text AS initials, NULL::text[] AS acronyms, 0 AS importance,
                       NULL::timestamptz AS created_at
                FROM memories WHERE tenant_id = %(tenant)s AND state = 'active' AND norm_key = ANY(%(keys)b::text[])
@@ -481,17 +521,28 @@ class MemoryStore:
                UNION ALL
                SELECT false, norm_key, initials, acronyms, importance, created_at FROM memories
                WHERE tenant_id = %(tenant)s AND state = 'active' AND cardinality(acronyms) > 0
-                 AND acronyms[1] = ANY(%(initials)b::text[])
-               ORDER BY importance DESC, created_at""",
+                 AND acronyms[1] = ANY(%(initials)b::text[])""",
             {
                 "tenant": tenant_id,
-                "keys": keys,
-                "initials": sorted({v for v in cand_initials.values() if v}),
-                "acronyms": sorted({a for v in cand_acronyms.values() for a in v}),
+                "keys": [c.norm_key for c in candidates],
+                "initials": sorted({v for v in (_label_initials(c.label) for c in candidates) if v}),
+                "acronyms": sorted({a for c in candidates for a in _label_acronyms(c.label)}),
             },
-        ).fetchall()
-        existing = {r["norm_key"] for r in rows if r["exact"]}
-        pairs = [r for r in rows if not r["exact"]]
+        )
+
+    @staticmethod
+    def _merge_targets(
+        candidates: Sequence[MemoryCandidate], lookup_rows: Sequence[dict], nearest: dict[int, str]
+    ) -> tuple[dict[int, str], dict[int, str]]:
+        """For each candidate without an exact key match: the existing memory it should join.
+
+        An acronym pair wins over a near duplicate; the near duplicate (same type, cosine at or
+        above the threshold, ``nearest``) counts only for what is still unmatched.
+        """
+        cand_initials = {i: _label_initials(c.label) for i, c in enumerate(candidates)}
+        cand_acronyms = {i: _label_acronyms(c.label) for i, c in enumerate(candidates)}
+        existing = {r["norm_key"] for r in lookup_rows if r["exact"]}
+        pairs = [r for r in lookup_rows if not r["exact"]]
         targets: dict[int, str] = {}
         reasons: dict[int, str] = {}
         open_idx = [i for i, c in enumerate(candidates) if c.norm_key not in existing]
@@ -503,110 +554,127 @@ class MemoryStore:
                 ):
                     targets[i], reasons[i] = row["norm_key"], "acronym"
                     break
-        probe = [i for i in open_idx if i not in targets]
-        if probe:
-            for i, key in self._near_duplicates(conn, tenant_id, candidates, lsh_signatures, probe):
-                targets[i], reasons[i] = key, "near_duplicate"
+        for i in open_idx:
+            if i not in targets and i in nearest:
+                targets[i], reasons[i] = nearest[i], "near_duplicate"
         return targets, reasons
 
-    def _near_duplicates(
-        self,
-        conn: Any,
-        tenant_id: str,
-        candidates: Sequence[MemoryCandidate],
-        lsh_signatures: list[str],
-        idx: list[int],
-    ) -> list[tuple[int, str]]:
-        """(candidate index, key) for candidates whose nearest memory of the same type is close enough.
+    def _near_duplicate_query(
+        self, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, vectors: Sequence[Vector]
+    ) -> tuple[str, dict]:
+        """The near-duplicate probe as a statement of its own (see ``_near_duplicate_ctes``)."""
+        ctes, params = self._near_duplicate_ctes(tenant_id, candidates, lsh, vectors)
+        return f"WITH {ctes} SELECT idx, norm_key, similarity FROM near", params
+
+    def _near_duplicate_ctes(
+        self, tenant_id: str, candidates: Sequence[MemoryCandidate], lsh: Sketch, vectors: Sequence[Vector]
+    ) -> tuple[str, dict]:
+        """CTEs ending in ``near``: (candidate index, key, similarity) rows, the memories of the same
+        type close enough to each candidate (``_nearest_by_candidate`` keeps the nearest). ``lsh``
+        and ``vectors`` are the candidates' sketch and embeddings, in order.
 
         Candidates come from shared LSH bands (tenant-scoped btree lookups, see contextos.lsh) whose
         signatures are within the threshold's Hamming distance, read from the index itself; each
         survivor is then checked with the exact cosine. No ANN probe, so the cost does not grow
-        with the index, and small tenants beside large ones lose nothing.
+        with the index, and small tenants beside large ones lose nothing. The band keys come
+        computed (``contextos.lsh.sketch``), one (candidate, key) pair per band.
+
+        The lookups are LATERAL subqueries fenced with OFFSET 0, so each is an index probe whatever
+        the statistics say: a tenant that grew since the last ANALYZE looks empty to the planner,
+        which then prefers to read all its band rows into a hash join (cost growing with the tenant).
         """
-        signature_close = self.db.dialect.signature_filter_sql("b", "p.signature", "%(max_distance)s")
-        rows = conn.execute(
-            f"""WITH probe AS MATERIALIZED (
-                   SELECT t.idx, t.type, t.embedding, t.bits, t.bits::bit({SIGNATURE_BITS}) AS signature
-                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(signatures)b::text[])
-                       AS t(idx, type, embedding, bits)
+        signature_close = self.db.dialect.signature_filter_sql("b", "p.prefix", "%(max_distance)s")
+        return (
+            f"""probe AS MATERIALIZED (
+                   SELECT t.idx, t.type, t.embedding, t.prefix
+                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(prefixes)b::int8[])
+                       AS t(idx, type, embedding, prefix)
                ),
-               probe_bands AS MATERIALIZED (
-                   SELECT p.idx, {band_key_sql("p.bits", "g")} AS band_key FROM probe p CROSS JOIN {bands_sql()} AS g
-               ),
-               hits AS (
+               hits AS MATERIALIZED (
                    SELECT DISTINCT p.idx, b.memory_id
-                   FROM probe_bands pb
+                   FROM unnest(%(band_idx)s::int[], %(band_keys)s::int[]) AS pb(idx, band_key)
                    JOIN probe p ON p.idx = pb.idx
-                   JOIN memory_vector_bands b ON b.tenant_id = %(tenant)s AND b.band_key = pb.band_key
+                   CROSS JOIN LATERAL (
+                       SELECT b.memory_id, b.signature64 FROM memory_vector_bands b
+                       WHERE {self.db.dialect.band_match_sql("b", "pb.band_key")} OFFSET 0
+                   ) AS b
                    WHERE {signature_close}
-               )
-               SELECT h.idx, m.norm_key, 1.0 - (v.embedding <=> p.embedding) AS similarity
+               ),
+               near AS (
+               SELECT h.idx, v.norm_key, 1.0 - (v.embedding <=> p.embedding) AS similarity
                FROM hits h
                JOIN probe p ON p.idx = h.idx
-               JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = h.memory_id
-                                    AND v.searchable AND v.type = p.type
-               JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = h.memory_id AND m.state = 'active'
-               WHERE 1.0 - (v.embedding <=> p.embedding) >= %(threshold)s""",
-            {
-                "tenant": tenant_id,
-                "idx": idx,
-                "types": [candidates[i].type for i in idx],
-                "embs": [Vector(candidates[i].embedding) for i in idx],
-                "signatures": [lsh_signatures[i] for i in idx],
+               CROSS JOIN LATERAL (
+                   SELECT m.norm_key, v.embedding
+                   FROM memory_vectors v
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = v.memory_id AND m.state = 'active'
+                   WHERE v.tenant_id = %(tenant)s AND v.memory_id = h.memory_id AND v.searchable AND v.type = p.type
+                   OFFSET 0
+               ) AS v
+               WHERE 1.0 - (v.embedding <=> p.embedding) >= %(threshold)s)""",
+            band_params(tenant_id)
+            | {
+                "idx": list(range(len(candidates))),
+                "types": [c.type for c in candidates],
+                "embs": list(vectors),
+                "prefixes": [signature_prefix(s) for s in lsh.signatures],
+                "band_idx": keys_literal([i for i, keys in enumerate(lsh.band_keys) for _ in keys]),
+                "band_keys": keys_literal(flat_keys(lsh.band_keys)),
                 "threshold": self.merge.near_duplicate_cosine,
-                "max_distance": max_hamming(self.merge.near_duplicate_cosine),
+                "max_distance": max_hamming(self.merge.near_duplicate_cosine, bits=PREFIX_BITS),
             },
-        ).fetchall()
-        found: dict[int, tuple[float, str]] = {}
-        for row in rows:
-            if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
-                found[row["idx"]] = (row["similarity"], row["norm_key"])
-        return [(i, key) for i, (_, key) in sorted(found.items())]
+        )
 
-    @staticmethod
     def _write_vectors(
+        self,
         conn: Any,
         tenant_id: str,
         memories: list[MemoryCandidate],
         rows: list[dict],
         embedder_id: str,
-        lsh_signatures: dict[str, str],
+        lsh_sketches: dict[str, tuple[str, list[int], Vector]],
     ) -> None:
         """A vector (and its LSH bands) for each new memory, and new ones where a merge kept the
         newer definition. Vectors land in the fresh segment (indexed = false): no ANN insert here.
-        ``lsh_signatures`` holds each memory's LSH signature, by norm key; the band keys derive from it."""
+        ``lsh_sketches`` holds each memory's LSH signature, band keys and vector, by norm key."""
         by_key = {m.norm_key: m for m in memories}
         changed = [r for r in rows if r["inserted"] or r["definition"] == by_key[r["norm_key"]].definition]
         if not changed:
             return
-        ids = [r["id"] for r in changed]
-        conn.execute(
-            """INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id)
-               SELECT %s, i, t, e, %s FROM unnest(%b::uuid[], %b::text[], %b::vector[]) AS v(i, t, e)
-               ON CONFLICT (tenant_id, memory_id) DO UPDATE
-               SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, indexed = false,
-                   updated_at = now()""",
-            [
-                tenant_id,
-                embedder_id,
-                ids,
-                [r["type"] for r in changed],
-                [Vector(by_key[r["norm_key"]].embedding) for r in changed],
-            ],
-        )
         replaced = [r["id"] for r in changed if not r["inserted"]]
-        if replaced:
-            conn.execute(
-                "DELETE FROM memory_vector_bands WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, replaced]
+        delete_bands(conn, self.db.dialect, tenant_id, replaced)  # through the old keys, before the vector row changes
+        for fresh in (True, False):  # a new memory's rows cannot exist yet: plain inserts (no upsert)
+            part = [r for r in changed if bool(r["inserted"]) is fresh]
+            if not part:
+                continue
+            upsert = (
+                ""
+                if fresh
+                else """ ON CONFLICT (tenant_id, memory_id) DO UPDATE
+                   SET embedding = EXCLUDED.embedding, embedder_id = EXCLUDED.embedder_id, indexed = false,
+                       band_keys = EXCLUDED.band_keys, updated_at = now()"""
             )
-        conn.execute(
-            f"""INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature)
-               SELECT %s, {band_key_sql("t.bits", "g")}, t.memory_id, t.bits::bit({SIGNATURE_BITS})
-               FROM unnest(%b::uuid[], %b::text[]) AS t(memory_id, bits) CROSS JOIN {bands_sql()} AS g
-               ON CONFLICT DO NOTHING""",
-            [tenant_id, ids, [lsh_signatures[r["norm_key"]] for r in changed]],
-        )
+            conn.execute(
+                f"""INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, band_keys)
+                   SELECT %s, i, t, e, %s, k::int[]
+                   FROM unnest(%b::uuid[], %b::text[], %b::vector[], %b::text[]) AS v(i, t, e, k){upsert}""",
+                [
+                    tenant_id,
+                    embedder_id,
+                    [r["id"] for r in part],
+                    [r["type"] for r in part],
+                    [lsh_sketches[r["norm_key"]][2] for r in part],
+                    [keys_literal(lsh_sketches[r["norm_key"]][1]) for r in part],
+                ],
+            )
+            insert_bands(
+                conn,
+                tenant_id,
+                [r["id"] for r in part],
+                [lsh_sketches[r["norm_key"]][0] for r in part],
+                [lsh_sketches[r["norm_key"]][1] for r in part],
+                fresh=fresh,
+            )
 
     def _upsert_memories(self, conn: Any, tenant_id: str, memories: list[MemoryCandidate]) -> list[dict]:
         """Insert new memories; a key match reinforces, keeps the better definition and bumps access."""
@@ -657,8 +725,8 @@ class MemoryStore:
             """,
             {
                 "tenant": tenant_id,
-                "inits": [initials(c.label) for c in memories],
-                "acrs": [",".join(acronyms(c.label)) for c in memories],
+                "inits": [_label_initials(c.label) for c in memories],
+                "acrs": [",".join(_label_acronyms(c.label)) for c in memories],
                 **policy["params"],
                 **_candidate_columns(memories),
             },
@@ -699,17 +767,24 @@ class MemoryStore:
             ],
         )
 
-    def _upsert_related_edges(self, conn: Any, tenant_id: str, pairs: list[tuple[UUID, UUID]]) -> None:
-        if not pairs:
-            return
+    def _upsert_related_edges(
+        self, conn: Any, tenant_id: str, pairs: list[tuple[UUID, UUID]], new_ids: set[UUID] | frozenset = frozenset()
+    ) -> None:
+        """``related`` edges; a repeated one gains weight. An edge touching a memory created in this
+        transaction (``new_ids``) cannot exist yet: a plain insert, without the upsert's cost."""
         cfg = self.merge
-        conn.execute(
-            f"""INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
-               SELECT %s, s, d, 'related', {cfg.related_edge_weight} FROM unnest(%b::uuid[], %b::uuid[]) AS p(s, d)
-               ON CONFLICT (tenant_id, src_id, dst_id, type)
-               DO UPDATE SET weight = LEAST(1.0, relationships.weight + {cfg.related_edge_step}), updated_at = now()""",
-            [tenant_id, [p[0] for p in pairs], [p[1] for p in pairs]],
-        )
+        fresh = [p for p in pairs if p[0] in new_ids or p[1] in new_ids]
+        known = [p for p in pairs if not (p[0] in new_ids or p[1] in new_ids)]
+        upsert = f""" ON CONFLICT (tenant_id, src_id, dst_id, type) DO UPDATE
+               SET weight = LEAST(1.0, relationships.weight + {cfg.related_edge_step}), updated_at = now()"""
+        for part, conflict in ((fresh, ""), (known, upsert)):
+            if part:
+                conn.execute(
+                    f"""INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
+                       SELECT %s, s, d, 'related', {cfg.related_edge_weight}
+                       FROM unnest(%b::uuid[], %b::uuid[]) AS p(s, d){conflict}""",
+                    [tenant_id, [p[0] for p in part], [p[1] for p in part]],
+                )
 
     def memories_of_document(self, tenant_id: str, document_id: UUID) -> list[dict]:
         """Every memory a document taught (document → memories)."""
@@ -915,6 +990,25 @@ class MemoryStore:
         if not row:
             raise NotFound(f"memory {memory_id} not found")
         return row
+
+
+LOCK_TENANT_SQL = """INSERT INTO tenants (tenant_id) VALUES (%s)
+    ON CONFLICT (tenant_id) DO UPDATE SET hot_memories = tenants.hot_memories
+    RETURNING hot_memories"""
+
+
+# An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
+_label_initials = lru_cache(maxsize=4096)(initials)
+_label_acronyms = lru_cache(maxsize=4096)(lambda label: tuple(acronyms(label)))
+
+
+def _nearest_by_candidate(rows: Sequence[dict]) -> dict[int, str]:
+    """candidate index → the key of its most similar near duplicate."""
+    found: dict[int, tuple[float, str]] = {}
+    for row in rows:
+        if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
+            found[row["idx"]] = (row["similarity"], row["norm_key"])
+    return {i: key for i, (_, key) in found.items()}
 
 
 def _candidate_columns(candidates: Sequence[MemoryCandidate]) -> dict[str, list]:

@@ -158,7 +158,7 @@ class RetrievalSettings(BaseModel):
 
     vector_k: int = 20
     text_k: int = 10  # per key phrase
-    text_match_cap: int = 100  # matches ranked per query form of a phrase (bounds broad phrases)
+    text_match_cap: int = 50  # matches ranked per query form of a phrase (bounds broad phrases)
     graph_seeds: int = 10  # top hits of each of the vector and text searches that seed the walk
     graph_hops: int = 2
     graph_fall: float = 0.5  # weight multiplier per hop (times the edge's own weight)

@@ -158,7 +158,7 @@ def test_archival_writes_full_memories_to_one_object_and_leaves_stubs(seeded, s3
     # Every hot read path leaves the stubs out: vector, text, graph, and the assembled context (dry run).
     store = container.memory_store()
     vector = local_embedder.embed([query_text("Canary release")])[0]
-    assert "Canary release" not in {r["label"] for r in store.vector_search(seeded, vector, k=10, ef_search=40)}
+    assert not {r["id"] for r in store.vector_search(seeded, vector, k=10, ef_search=40)} & {r["id"] for r in cold}
     assert store.text_search(seeded, [["canary release"]], k=10, cap=100) == []
     graph = store.graph_expand(
         seeded, [r["id"] for r in rows(seeded) if r["tier"] == "hot"], hops=2, fall=0.5, shared_source_weight=0.3, k=20

@@ -262,7 +262,10 @@ def test_a_new_memory_is_searchable_before_and_after_its_vector_joins_the_ann_in
     fresh = store.vector_search(tenant, query, k=5, ef_search=40)
     assert store.settle_vectors(tenant, limit=10) == 1
     settled = store.vector_search(tenant, query, k=5, ef_search=40)
-    assert [r["label"] for r in fresh] == [r["label"] for r in settled] == ["Group Relative Policy Optimization"]
+    labels = {r["id"]: r["label"] for r in active_memories(tenant)}
+    assert (
+        [labels[r["id"]] for r in fresh] == [labels[r["id"]] for r in settled] == ["Group Relative Policy Optimization"]
+    )
     assert fresh[0]["vector_sim"] == pytest.approx(settled[0]["vector_sim"], abs=1e-6)
     assert store.settle_vectors(tenant, limit=10) == 0
 
@@ -290,7 +293,7 @@ def test_add_memories_stores_each_candidate_as_given_with_its_time_and_session(s
     assert len(ids) == 2
     with container.database().tenant_tx(tenant) as conn:
         rows = conn.execute(
-            """SELECT m.label, m.created_at, m.last_accessed_at, i.session_id, i.message_from, v.indexed
+            """SELECT m.id, m.label, m.created_at, m.last_accessed_at, i.session_id, i.message_from, v.indexed
                FROM memories m JOIN memory_items i ON i.memory_id = m.id JOIN memory_vectors v ON v.memory_id = m.id
                ORDER BY i.message_from"""
         ).fetchall()
@@ -298,7 +301,7 @@ def test_add_memories_stores_each_candidate_as_given_with_its_time_and_session(s
     assert [r["created_at"] for r in rows] == said and [r["last_accessed_at"] for r in rows] == said
     assert [(r["session_id"], r["message_from"]) for r in rows] == [("conv-1", 1), ("conv-1", 2)]
     hits = store.vector_search(tenant, local_embedder.embed(["painting a sunrise"])[0], k=1, ef_search=10)
-    assert hits[0]["label"] == "Turn D1:2"
+    assert [r["id"] for r in rows if r["label"] == "Turn D1:2"] == [hits[0]["id"]]
 
 
 def test_band_keys_computed_in_sql_are_the_ones_python_computes(configured):

@@ -251,9 +251,7 @@ class HistoricalReads:
     ) -> list[dict]:
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                f"""SELECT {ROW_COLUMNS}, {current_strength("m")} AS strength,
-                           {corroborations("m", "%(as_of)s")} AS corroborations,
-                           1.0 - (v.embedding <=> %(q)s) AS vector_sim
+                f"""SELECT m.id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim
                     FROM memory_vectors v
                     JOIN memories m ON m.tenant_id = v.tenant_id AND m.id = v.memory_id
                     WHERE v.tenant_id = %(tenant)s AND {believed("m")}

@@ -811,33 +811,27 @@ class MemoryStore:
     def vector_search(
         self, tenant_id: str, embedding: Sequence[float], *, k: int, ef_search: int, exact_scan_max_rows: int = 20_000
     ) -> list[dict]:
-        """Top-k hot active memories by cosine: ANN over the indexed segment, exact over the fresh one.
+        """Top-k hot active memories by cosine, as ``(id, vector_sim)``: ANN over the indexed segment,
+        exact over the fresh one (the candidate pool reads the rows).
 
         pgvector 0.6 filters ANN results after the index scan (FIELD-NOTES): a small tenant
         beside a large one can get fewer than k rows. A short answer is re-asked exactly.
         """
-        query = f"""
-            SELECT m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load,
-                   m.last_accessed_at, m.provenance, m.base_trust, {current_strength("m")} AS strength,
-                   1.0 - nearest.distance AS vector_sim
-            FROM (
-                SELECT memory_id, min(distance) AS distance FROM (
-                    (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
-                     FROM memory_vectors v
-                     WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
-                     ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
-                    UNION ALL
-                    (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
-                     FROM memory_vectors v
-                     WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
-                     ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
-                ) segments
-                GROUP BY memory_id
-                ORDER BY min(distance)
-                LIMIT %(k)s
-            ) nearest
-            JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = nearest.memory_id
-            ORDER BY nearest.distance"""
+        query = """
+            SELECT memory_id AS id, 1.0 - min(distance) AS vector_sim FROM (
+                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                 FROM memory_vectors v
+                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                 ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
+                UNION ALL
+                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                 FROM memory_vectors v
+                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
+                 ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
+            ) segments
+            GROUP BY memory_id
+            ORDER BY min(distance), memory_id
+            LIMIT %(k)s"""
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
         exact = self.db.dialect.exact_scan_sql()
         with self.db.tenant_tx(tenant_id) as conn:

@@ -853,6 +853,15 @@ class ExplainingDatabase:
         with self._db.tenant_tx(tenant_id) as conn:
             yield ExplainingConnection(conn, self.plans)
 
+    def tenant_read(self, tenant_id: str, *statements) -> list[dict]:
+        """The pipelined read, one statement at a time, each explained."""
+        rows: list[dict] = []
+        with self.tenant_tx(tenant_id) as conn:
+            for query, params in statements:
+                cursor = conn.execute(query, params)
+                rows = cursor.fetchall() if cursor.description else []
+        return rows
+
 
 def pipeline_plans(db: Database, settings: Settings, tenant: str, queries: list[str], vectors: np.ndarray) -> dict:
     """Every statement of a few real pipeline runs, EXPLAIN ANALYZEd as the app role: per store method,

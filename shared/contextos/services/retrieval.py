@@ -160,6 +160,7 @@ class RetrievalService:
             k=cfg.vector_k,
             ef_search=cfg.hnsw_ef_search,
             exact_scan_max_rows=cfg.exact_scan_max_rows,
+            scope_cache_s=cfg.scope_size_cache_s,
         )
         text_rows = text_job.result()
         found: dict[object, dict[str, float]] = {}
@@ -307,7 +308,8 @@ def _sources(ranked: list[Ranked]) -> dict[object, list[str]]:
 
 def _scored(r: Ranked, tier: str, sources: dict, excerpts: list[str] | None = None) -> ScoredMemory:
     row = r.candidate.payload
-    return ScoredMemory(
+    # Built without re-validation: every value comes from the store's row or the scorer.
+    return ScoredMemory.model_construct(
         id=row["id"],
         label=row["label"],
         definition=row["definition"] if tier != "L0" else "",

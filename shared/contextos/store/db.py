@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -88,6 +89,24 @@ class Database:
                 conn.rollback()
                 raise
             conn.commit()
+
+    def tenant_read(self, tenant_id: str, *statements: tuple[str, Any]) -> list[dict]:
+        """Read-only statements in one tenant transaction, sent with its BEGIN, tenant setting and
+        COMMIT in a single round trip (psycopg pipeline mode); the last statement's rows. The read
+        path's hot statements go through here: on a two-statement query, three round trips fewer."""
+        if not tenant_id:
+            raise ValueError("a tenant transaction needs a tenant id")
+        with self.pool.connection() as conn:
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    conn.execute("SELECT set_config('app.tenant_id', %s, true)", [tenant_id])
+                    cursors = [conn.execute(query, params) for query, params in statements]
+                    conn.execute("COMMIT")
+            except BaseException:
+                conn.rollback()
+                raise
+            return cursors[-1].fetchall() if cursors else []
 
     @contextmanager
     def system_tx(self) -> Iterator[psycopg.Connection]:

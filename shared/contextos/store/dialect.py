@@ -27,15 +27,6 @@ class Dialect:
             case "cockroach":
                 return f"SET LOCAL vector_search_beam_size = {breadth}"
 
-    def search_breadth_setting_sql(self) -> str:
-        """`search_breadth_sql` as a select-list expression taking the breadth as a text parameter,
-        so it rides along with another statement (one round trip fewer on the read path)."""
-        match self.name:
-            case "postgres":
-                return "set_config('hnsw.ef_search', %s, true)"
-            case "cockroach":
-                return "set_config('vector_search_beam_size', %s, true)"
-
     def exact_scan_sql(self) -> str | None:
         """Make the next vector query an exact scan (pgvector 0.6 post-filters ANN results).
 

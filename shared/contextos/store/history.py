@@ -247,8 +247,16 @@ class HistoricalReads:
     as_of: datetime
 
     def vector_search(
-        self, tenant_id: str, embedding: Sequence[float], *, k: int, ef_search: int = 0, exact_scan_max_rows: int = 0
+        self,
+        tenant_id: str,
+        embedding: Sequence[float],
+        *,
+        k: int,
+        ef_search: int = 0,
+        exact_scan_max_rows: int = 0,
+        scope_cache_s: float = 0.0,
     ) -> list[dict]:
+        """Exact: superseded vectors are outside the ANN index (the ANN knobs do not apply)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 f"""SELECT m.id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim

@@ -6,6 +6,7 @@ would too: RLS is the second wall, not the first.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -33,7 +34,7 @@ from contextos.store.governance import (
 )
 from contextos.store.history import candidate_pool_sql, graph_walk_sql, live_now, pool_params
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
-from contextos.store.text_search import search_phrases
+from contextos.store.text_search import phrases_call, search_phrases
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -55,6 +56,7 @@ class MemoryStore:
         self.decay = decay
         self.merge = merge or MergeSettings()
         self.gate = gate  # the S7 contradiction gate; None admits without judging (benchmarks, tests)
+        self._scope_sizes: dict[str, tuple[int, float]] = {}  # tenant → (hot memories, read at monotonic s)
 
     # -- tenants ---------------------------------------------------------------------------
     def tenant_ids(self) -> list[str]:
@@ -809,7 +811,14 @@ class MemoryStore:
 
     # -- retrieval -------------------------------------------------------------------------
     def vector_search(
-        self, tenant_id: str, embedding: Sequence[float], *, k: int, ef_search: int, exact_scan_max_rows: int = 20_000
+        self,
+        tenant_id: str,
+        embedding: Sequence[float],
+        *,
+        k: int,
+        ef_search: int,
+        exact_scan_max_rows: int = 20_000,
+        scope_cache_s: float = 0.0,
     ) -> list[dict]:
         """Top-k hot active memories by cosine, as ``(id, vector_sim)``: ANN over the indexed segment,
         exact over the fresh one (the candidate pool reads the rows).
@@ -834,28 +843,35 @@ class MemoryStore:
             LIMIT %(k)s"""
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
         exact = self.db.dialect.exact_scan_sql()
-        with self.db.tenant_tx(tenant_id) as conn:
-            hot = conn.execute(
-                f"SELECT hot_memories, {self.db.dialect.search_breadth_setting_sql()}"
-                " FROM tenants WHERE tenant_id = %s",
-                [str(max(ef_search, k)), tenant_id],
-            ).fetchone()
-            if exact and hot is not None and hot["hot_memories"] <= exact_scan_max_rows:
-                conn.execute(exact)  # a small scope: one exact pass beats an ANN pass that may come up short
-                return conn.execute(query, params).fetchall()
-            if hot is None:  # no tenant row yet: set the breadth on its own
-                conn.execute(self.db.dialect.search_breadth_sql(max(ef_search, k)))
-            rows = conn.execute(query, params).fetchall()
-            if len(rows) < k and exact:
-                conn.execute(exact)
-                rows = conn.execute(query, params).fetchall()
+        if exact and self._scope_size(tenant_id, scope_cache_s) <= exact_scan_max_rows:
+            # a small scope: one exact pass beats an ANN pass that may come up short
+            return self.db.tenant_read(tenant_id, (exact, None), (query, params))
+        rows = self.db.tenant_read(
+            tenant_id, (self.db.dialect.search_breadth_sql(max(ef_search, k)), None), (query, params)
+        )
+        if len(rows) < k and exact:
+            rows = self.db.tenant_read(tenant_id, (exact, None), (query, params))
         return rows
+
+    def _scope_size(self, tenant_id: str, cache_s: float) -> int:
+        """The tenant's hot memories, as read at most ``cache_s`` ago by this process: it only picks
+        exact or ANN search, and a count a few seconds old picks as well as a fresh one."""
+        cached = self._scope_sizes.get(tenant_id)
+        now = time.monotonic()
+        if cached is not None and now - cached[1] < cache_s:
+            return cached[0]
+        rows = self.db.tenant_read(tenant_id, ("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]))
+        size = int(rows[0]["hot_memories"]) if rows else 0
+        self._scope_sizes[tenant_id] = (size, now)
+        return size
 
     def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
         """Every key phrase (each followed by its synonyms) over labels and definitions, in one call:
         rows ``(phrase_no, id, rank, label_match)``, the phrase verbatim first, so an exact rare term
         always surfaces (S6.2). PostgreSQL runs it through ``contextos_text_search_phrases``
         (migration 0015), where the GIN index is usable under row-level security."""
+        if self.db.dialect.name == "postgres":
+            return self.db.tenant_read(tenant_id, phrases_call(phrases, k=k, cap=cap))
         with self.db.tenant_tx(tenant_id) as conn:
             return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap)
 
@@ -900,8 +916,9 @@ class MemoryStore:
         sources, up to ``excerpts`` source excerpts (the L2 tier) and whether it shares an S9
         community with one of ``top``; then up to ``pinned`` ``always_load`` memories, flagged (see
         `candidate_pool_sql`)."""
-        with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+        return self.db.tenant_read(
+            tenant_id,
+            (
                 candidate_pool_sql(live_now, as_of=False, hops=hops),
                 pool_params(
                     tenant_id,
@@ -916,7 +933,8 @@ class MemoryStore:
                     excerpts,
                     excerpt_chars,
                 ),
-            ).fetchall()
+            ),
+        )
 
     def settle_vectors(self, tenant_id: str, *, limit: int) -> int:
         """Move up to ``limit`` fresh vectors into the ANN index; return how many moved."""

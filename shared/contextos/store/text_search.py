@@ -63,6 +63,17 @@ def _inline_sql(every: bool, as_of: bool) -> str:
                LIMIT %(k)s"""
 
 
+def phrases_call(
+    phrases: Sequence[Sequence[str]], *, k: int, cap: int, as_of: datetime | None = None
+) -> tuple[str, list]:
+    """The PostgreSQL function call (migration 0015) and its parameters."""
+    flat = [(number, term) for number, terms in enumerate(phrases, start=1) for term in terms]
+    return (
+        "SELECT * FROM contextos_text_search_phrases(%s, %s, %s, %s, %s, %s)",
+        [[terms[0] for terms in phrases], [t for _, t in flat], [n for n, _ in flat], k, cap, as_of],
+    )
+
+
 def search_phrases(
     conn: Any,
     dialect: str,
@@ -79,11 +90,7 @@ def search_phrases(
     if not phrases:
         return []
     if dialect == "postgres":
-        flat = [(number, term) for number, terms in enumerate(phrases, start=1) for term in terms]
-        return conn.execute(
-            "SELECT * FROM contextos_text_search_phrases(%s, %s, %s, %s, %s, %s)",
-            [[terms[0] for terms in phrases], [t for _, t in flat], [n for n, _ in flat], k, cap, as_of],
-        ).fetchall()
+        return conn.execute(*phrases_call(phrases, k=k, cap=cap, as_of=as_of)).fetchall()
     forms = [phrase_forms(terms) for terms in phrases]
     out: list[dict] = []
     for number, (terms, (every, some)) in enumerate(zip(phrases, forms, strict=True), start=1):

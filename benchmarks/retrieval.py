@@ -931,7 +931,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=10_000)
     parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--pool", type=int, default=5_000, help="distinct prototype texts embedded with MiniLM")
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--text-phrases", type=int, default=150, help="phrases timed per text-search variant")
     args = parser.parse_args()

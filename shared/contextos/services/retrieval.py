@@ -19,7 +19,7 @@ from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scoring import AnyRecipe, Candidate, Ranked, rank
 from contextos.services.cold import ColdStorage
-from contextos.store.history import HistoricalReads
+from contextos.store.history import HistoricalReads, PoolRequest
 from contextos.store.repository import MemoryStore
 from contextos.trust import composite_trust
 
@@ -181,16 +181,18 @@ class RetrievalService:
         rows = reads.candidate_pool(
             tenant_id,
             query_vector,
-            seeds=seeds,
-            found=list(found),
-            top=top if reports.community_bonus > 0 else [],
-            hops=cfg.graph_hops,
-            fall=cfg.graph_fall,
-            shared_source_weight=cfg.graph_shared_source_weight,
-            k=cfg.graph_k,
-            pinned=pinned,
-            excerpts=cfg.l2_excerpts,
-            excerpt_chars=cfg.l2_excerpt_chars,
+            PoolRequest(
+                seeds=seeds,
+                found=list(found),
+                top=top if reports.community_bonus > 0 else [],
+                hops=cfg.graph_hops,
+                fall=cfg.graph_fall,
+                shared_source_weight=cfg.graph_shared_source_weight,
+                k=cfg.graph_k,
+                pinned=pinned,
+                excerpts=cfg.l2_excerpts,
+                excerpt_chars=cfg.l2_excerpt_chars,
+            ),
         )
         for row in rows:
             if row["pinned"]:

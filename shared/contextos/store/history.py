@@ -176,33 +176,41 @@ def candidate_pool_sql(live: Callable[[str], str], *, as_of: bool, hops: int) ->
                 LIMIT %(pinned)s)"""
 
 
-def pool_params(
-    tenant_id: str,
-    query_vector: Sequence[float],
-    seeds: Sequence[UUID],
-    found: Sequence[UUID],
-    top: Sequence[UUID],
-    fall: float,
-    shared_source_weight: float,
-    k: int,
-    pinned: int,
-    excerpts: int,
-    excerpt_chars: int,
-) -> dict:
-    """`candidate_pool_sql`'s parameters."""
-    return {
-        "tenant": tenant_id,
-        "q": Vector(list(query_vector)),
-        "seeds": list(seeds),
-        "found": list(found),
-        "top": list(top),
-        "fall": fall,
-        "shared": shared_source_weight,
-        "k": k,
-        "pinned": pinned,
-        "excerpts": excerpts,
-        "excerpt_chars": excerpt_chars,
-    }
+def walk_params(tenant_id: str, seeds: Sequence[UUID], fall: float, shared_source_weight: float, k: int) -> dict:
+    """`graph_walk_sql`'s parameters."""
+    return {"tenant": tenant_id, "seeds": list(seeds), "fall": fall, "shared": shared_source_weight, "k": k}
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRequest:
+    """What `candidate_pool_sql` is asked: the walk's seeds and knobs, the searches' hits, the top
+    hits whose S9 communities count, and how many pinned memories and excerpts to read."""
+
+    seeds: Sequence[UUID]
+    found: Sequence[UUID]
+    top: Sequence[UUID]
+    hops: int
+    fall: float
+    shared_source_weight: float
+    k: int
+    pinned: int
+    excerpts: int
+    excerpt_chars: int
+
+    def params(self, tenant_id: str, query_vector: Sequence[float]) -> dict:
+        return {
+            "tenant": tenant_id,
+            "q": Vector(list(query_vector)),
+            "seeds": list(self.seeds),
+            "found": list(self.found),
+            "top": list(self.top),
+            "fall": self.fall,
+            "shared": self.shared_source_weight,
+            "k": self.k,
+            "pinned": self.pinned,
+            "excerpts": self.excerpts,
+            "excerpt_chars": self.excerpt_chars,
+        }
 
 
 def scoring_columns(as_of: bool) -> str:
@@ -282,48 +290,13 @@ class HistoricalReads:
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 graph_walk_sql(believed, as_of=True, hops=hops),
-                {
-                    "tenant": tenant_id,
-                    "seeds": list(seeds),
-                    "fall": fall,
-                    "shared": shared_source_weight,
-                    "k": k,
-                    "as_of": self.as_of,
-                },
+                walk_params(tenant_id, seeds, fall, shared_source_weight, k) | {"as_of": self.as_of},
             ).fetchall()
 
-    def candidate_pool(
-        self,
-        tenant_id: str,
-        query_vector: Sequence[float],
-        *,
-        seeds: Sequence[UUID],
-        found: Sequence[UUID],
-        top: Sequence[UUID],
-        hops: int,
-        fall: float,
-        shared_source_weight: float,
-        k: int,
-        pinned: int,
-        excerpts: int,
-        excerpt_chars: int,
-    ) -> list[dict]:
+    def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
         """The store's candidate pool over what was believed then (edges and occurrences recorded by then)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                candidate_pool_sql(believed, as_of=True, hops=hops),
-                pool_params(
-                    tenant_id,
-                    query_vector,
-                    seeds,
-                    found,
-                    top,
-                    fall,
-                    shared_source_weight,
-                    k,
-                    pinned,
-                    excerpts,
-                    excerpt_chars,
-                )
-                | {"as_of": self.as_of},
+                candidate_pool_sql(believed, as_of=True, hops=request.hops),
+                request.params(tenant_id, query_vector) | {"as_of": self.as_of},
             ).fetchall()

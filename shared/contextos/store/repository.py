@@ -32,7 +32,7 @@ from contextos.store.governance import (
     JudgementCache,
     write_audit,
 )
-from contextos.store.history import candidate_pool_sql, graph_walk_sql, live_now, pool_params
+from contextos.store.history import PoolRequest, candidate_pool_sql, graph_walk_sql, live_now, walk_params
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
 from contextos.store.text_search import phrases_call, search_phrases
 from pgvector import Vector
@@ -886,54 +886,17 @@ class MemoryStore:
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 graph_walk_sql(live_now, as_of=False, hops=hops),
-                {
-                    "tenant": tenant_id,
-                    "seeds": list(seeds),
-                    "fall": fall,
-                    "shared": shared_source_weight,
-                    "k": k,
-                },
+                walk_params(tenant_id, seeds, fall, shared_source_weight, k),
             ).fetchall()
 
-    def candidate_pool(
-        self,
-        tenant_id: str,
-        query_vector: Sequence[float],
-        *,
-        seeds: Sequence[UUID],
-        found: Sequence[UUID],
-        top: Sequence[UUID],
-        hops: int,
-        fall: float,
-        shared_source_weight: float,
-        k: int,
-        pinned: int,
-        excerpts: int,
-        excerpt_chars: int,
-    ) -> list[dict]:
-        """One statement after the searches: the graph walk from ``seeds`` merged with the ``found``
+    def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
+        """One statement after the searches: the graph walk from the seeds merged with the searches'
         hits, each candidate with its scoring row, exact cosine, walk weight (0 when not reached),
-        sources, up to ``excerpts`` source excerpts (the L2 tier) and whether it shares an S9
-        community with one of ``top``; then up to ``pinned`` ``always_load`` memories, flagged (see
-        `candidate_pool_sql`)."""
+        sources, source excerpts (the L2 tier) and whether it shares an S9 community with a top
+        hit; then the pinned ``always_load`` memories, flagged (see `candidate_pool_sql`)."""
         return self.db.tenant_read(
             tenant_id,
-            (
-                candidate_pool_sql(live_now, as_of=False, hops=hops),
-                pool_params(
-                    tenant_id,
-                    query_vector,
-                    seeds,
-                    found,
-                    top,
-                    fall,
-                    shared_source_weight,
-                    k,
-                    pinned,
-                    excerpts,
-                    excerpt_chars,
-                ),
-            ),
+            (candidate_pool_sql(live_now, as_of=False, hops=request.hops), request.params(tenant_id, query_vector)),
         )
 
     def settle_vectors(self, tenant_id: str, *, limit: int) -> int:

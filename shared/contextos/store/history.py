@@ -280,19 +280,6 @@ class HistoricalReads:
         with self.db.tenant_tx(tenant_id) as conn:
             return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap, as_of=self.as_of)
 
-    def graph_expand(
-        self, tenant_id: str, seeds: Sequence[UUID], *, hops: int, fall: float, shared_source_weight: float, k: int
-    ) -> list[dict]:
-        """The store's walk over the edges that existed then, ending on memories believed then (a
-        memory superseded since leads to the successor believed then, if any)."""
-        if not seeds:
-            return []
-        with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
-                graph_walk_sql(believed, as_of=True, hops=hops),
-                walk_params(tenant_id, seeds, fall, shared_source_weight, k) | {"as_of": self.as_of},
-            ).fetchall()
-
     def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
         """The store's candidate pool over what was believed then (edges and occurrences recorded by then)."""
         with self.db.tenant_tx(tenant_id) as conn:

@@ -880,7 +880,8 @@ class MemoryStore:
     ) -> list[dict]:
         """Memories reachable from the seeds within ``hops`` edges (either direction), weight falling
         per hop; superseded memories lead forward to their successor; memories that share a source
-        document or session with a seed count as one-hop links (implicit edges)."""
+        document or session with a seed count as one-hop links (implicit edges). The walk on its
+        own: the read path runs the same SQL inside `candidate_pool`."""
         if not seeds:
             return []
         with self.db.tenant_tx(tenant_id) as conn:

@@ -77,3 +77,12 @@ def test_the_text_search_function_sees_only_the_transactions_tenant(configured, 
             "SELECT * FROM contextos_text_search_phrases(ARRAY['zx-7731'], ARRAY['zx 7731'], ARRAY[1], 10, 100)"
         ).fetchall()
     assert rows == []
+
+
+def test_a_failed_pipelined_read_leaves_its_connection_idle_and_without_a_tenant(configured, tenant):
+    db = container.database()
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        db.tenant_read(tenant, ("SELECT 1/0", None))
+    assert db.tenant_read(tenant, ("SELECT current_setting('app.tenant_id', true) AS t", None)) == [{"t": tenant}]
+    with db.system_tx() as conn:  # the setting was the transaction's only
+        assert conn.execute("SELECT current_setting('app.tenant_id', true) AS t").fetchone()["t"] in ("", None)

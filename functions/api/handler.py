@@ -2,7 +2,7 @@
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from contextos.api.app import app
+from contextos.api.app import resolve
 from contextos.observability import logger, metrics, tracer
 
 
@@ -10,4 +10,4 @@ from contextos.observability import logger, metrics, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
-    return app.resolve(event, context)
+    return resolve(event, context)

@@ -352,6 +352,25 @@ class BedrockSettings(BaseModel):
     max_tokens: int = 4096
 
 
+class EdgeSettings(BaseModel):
+    """Bounds every API request body meets before it is parsed (S14)."""
+
+    max_json_depth: int = Field(default=32, ge=2)
+    max_number_chars: int = Field(default=64, ge=16)  # far below Python's 4,300-digit int limit
+
+
+class LocalServerSettings(BaseModel):
+    """The local stack's HTTP front (uvicorn): limits a slow or lying client cannot get around."""
+
+    backlog: int = 2048  # the kernel's accept queue: 50 clients connecting at once never overflow it
+    limit_concurrency: int = 512  # beyond this uvicorn answers 503 instead of queueing without bound
+    timeout_keep_alive_s: int = 5
+    body_timeout_s: float = 15.0  # a body slower than this (or shorter than its Content-Length) gets 408
+    max_body_bytes: int = 25 * 1024 * 1024  # above API Gateway's 10 MB, so the API's own limit answers
+    handler_threads: int = 16
+    cors_origins: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:8787", "http://localhost:8787"])
+
+
 class Settings(BaseSettings):
     """All of ContextOS's configuration."""
 
@@ -401,6 +420,8 @@ class Settings(BaseSettings):
     reports: ReportSettings = Field(default_factory=ReportSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     governance: GovernanceSettings = Field(default_factory=GovernanceSettings)
+    edge: EdgeSettings = Field(default_factory=EdgeSettings)
+    local_server: LocalServerSettings = Field(default_factory=LocalServerSettings)
 
     @property
     def raw_bucket_name(self) -> str:

@@ -9,6 +9,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contextos.instants import Instant
+
 
 class MemoryType(StrEnum):
     problem = "problem"
@@ -245,7 +247,7 @@ class ContextRequest(BaseModel):
     dry_run: bool = False
     session_id: str | None = Field(default=None, max_length=200)
     recipe: str | None = Field(default=None, max_length=100, description="A configured scoring recipe.")
-    as_of: datetime | None = Field(
+    as_of: Instant | None = Field(
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
     min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
@@ -259,7 +261,7 @@ class SearchRequest(BaseModel):
     query: str = Field(min_length=1, max_length=8000)
     limit: int = Field(default=20, ge=1, le=200)
     recipe: str | None = Field(default=None, max_length=100)
-    as_of: datetime | None = Field(
+    as_of: Instant | None = Field(
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
     min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")

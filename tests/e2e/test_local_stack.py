@@ -84,9 +84,9 @@ def test_a_file_dropped_into_the_local_upload_bucket_is_ingested(stack):
         raise AssertionError("the dropped file never reached memory")
 
 
-def test_requests_without_a_valid_key_are_refused(stack):
+def test_requests_without_a_valid_key_are_refused_with_401(stack):
     assert http(stack, "POST", "/v1/context", {"query": "x"}, key=None)[0] == 401
-    assert http(stack, "POST", "/v1/context", {"query": "x"}, key="ctx_wrong")[0] == 403
+    assert http(stack, "POST", "/v1/context", {"query": "x"}, key="ctx_wrong")[0] == 401
 
 
 def test_the_stacks_daily_governance_schedule_feeds_the_report_routes_and_the_cli(stack, capsys):

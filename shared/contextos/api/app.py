@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import Server
+from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
+from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from contextos.api import context, documents, memories, reminders, reports, review, sessions
+from contextos.api import context, documents, edge, memories, openapi, reminders, reports, review, sessions
+from contextos.config import get_settings
 from contextos.errors import ContextOSError
 from contextos.observability import logger
 
@@ -44,7 +49,23 @@ def build_app() -> APIGatewayRestResolver:
     app.include_router(reports.router)
     app.include_router(sessions.router)
     app.include_router(review.router)
-    app.enable_swagger(path="/swagger", title="ContextOS API", version="0.1.0", servers=[Server(url="/v1")])
+
+    @app.get("/swagger", include_in_schema=False)
+    def swagger() -> Response:
+        """Swagger UI over the completed document (``?format=json`` for the document itself)."""
+        spec = openapi.openapi_json(app)
+        if (app.current_event.query_string_parameters or {}).get("format") == "json":
+            return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=spec)
+        assets = Path(generate_swagger_html.__code__.co_filename).parent
+        html = generate_swagger_html(
+            spec.replace("</", "<\\/"),
+            (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
+            (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
+            None,
+            None,
+            False,
+        )
+        return Response(status_code=200, content_type="text/html", body=html)
 
     @app.exception_handler(ContextOSError)
     def domain_error(exc: ContextOSError) -> Response:
@@ -65,9 +86,39 @@ def build_app() -> APIGatewayRestResolver:
 
     @app.not_found
     def not_found(_: Exception) -> Response:
+        event = app.current_event
+        allowed = allowed_methods(app, event.path)
+        if allowed:
+            response = error_response(
+                405, "method_not_allowed", f"{event.http_method} is not allowed here; use {', '.join(allowed)}"
+            )
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
         return error_response(404, "route_not_found", "no such route")
 
     return app
+
+
+def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+    """The methods some route answers on this path (for a 405 and its ``Allow`` header)."""
+    stripped = app._remove_prefix(path)
+    return sorted({r.method for r in openapi._routes(app) if r.rule.match(stripped)})
+
+
+def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The API function's one entry: the edge's checks, then the resolver."""
+    try:
+        edge.check_request(event, get_settings().edge)
+    except ContextOSError as exc:
+        body = ErrorResponse(error=ErrorBody(code=exc.code, message=exc.message, details=exc.details or None))
+        return {
+            "statusCode": exc.status,
+            "headers": {"Content-Type": content_types.APPLICATION_JSON},
+            "multiValueHeaders": {},
+            "body": json.dumps(body.model_dump(mode="json")),
+            "isBase64Encoded": False,
+        }
+    return app.resolve(event, context)
 
 
 app = build_app()

@@ -1,106 +1,114 @@
-"""HTTP on 127.0.0.1 → the authorizer function → an API Gateway proxy event → the API function."""
+"""HTTP on 127.0.0.1 → the authorizer function → an API Gateway proxy event → the API function.
+
+``handle`` is the thin adapter API Gateway would be; ``ApiBridge`` serves it with uvicorn (see
+``local.front`` for the limits, CORS and mounts in between).
+"""
 
 from __future__ import annotations
 
-import json
+import base64
+import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlsplit
+import time
+from urllib.parse import parse_qsl
 
+from contextos.auth import UNAUTHORIZED
+from contextos.config import LocalServerSettings, get_settings
 from contextos.local.events import api_proxy_event, authorizer_request_event
+from contextos.local.front import ASGIApp, Front, HttpReply, HttpRequest, json_reply
 from contextos.local.handlers import invoke
-from contextos.observability import logger
 
-MAX_BODY_BYTES = 25 * 1024 * 1024  # above API Gateway's 10 MB, so the API's own limit answers
-
-
-def _json(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    return status, {"Content-Type": "application/json"}, body
+PUBLIC_PATHS = ("/v1/swagger",)  # the API's description needs no key locally
 
 
-def handle(
-    method: str, raw_path: str, headers: dict[str, str], body: bytes | None, client_ip: str
-) -> tuple[int, dict[str, str], bytes]:
+def handle(request: HttpRequest) -> HttpReply:
     """Run one request through the same two Lambda functions API Gateway would invoke."""
-    url = urlsplit(raw_path)
-    query = dict(parse_qsl(url.query))
-    path = url.path or "/"
-    if path.startswith("/v1/swagger"):
-        authorizer = {}
+    pairs = parse_qsl(request.query_string, keep_blank_values=True)
+    query = dict(pairs)
+    multi: dict[str, list[str]] = {}
+    for name, value in pairs:
+        multi.setdefault(name, []).append(value)
+    path = request.path or "/"
+    if path.startswith(PUBLIC_PATHS):
+        authorizer: dict = {}
     else:
-        auth_event = authorizer_request_event(method, path, headers, query, client_ip)
-        policy = invoke("authorizer", auth_event)
+        auth_event = authorizer_request_event(request.method, path, request.headers, query, request.client_ip)
+        try:
+            policy = invoke("authorizer", auth_event)
+        except Exception as exc:
+            if str(exc) == UNAUTHORIZED:  # API Gateway's contract for a failed Lambda authorizer
+                return json_reply(401, "unauthorized", "a valid API key is required", {"WWW-Authenticate": "Bearer"})
+            raise
         statements = policy.get("policyDocument", {}).get("Statement", [])
         if not any(s.get("Effect") == "Allow" for s in statements):
-            return _json(401 if not _has_credentials(headers) else 403, "unauthorized", "a valid API key is required")
+            return json_reply(403, "forbidden", "this credential may not call this route")
         authorizer = dict(policy.get("context") or {}) | {"principalId": policy.get("principalId")}
-    text = body.decode("utf-8", errors="replace") if body else None
-    event = api_proxy_event(method, path, headers, query, text, authorizer, client_ip)
+    try:
+        text = request.body.decode("utf-8") if request.body else None
+    except UnicodeDecodeError:
+        return json_reply(400, "invalid_encoding", "the request body is not UTF-8")
+    event = api_proxy_event(request.method, path, request.headers, query, text, authorizer, request.client_ip)
+    if multi:
+        event["multiValueQueryStringParameters"] = multi
     result = invoke("api", event)
-    out_headers = {k: v for k, v in (result.get("headers") or {}).items()}
+    out_headers = dict(result.get("headers") or {})
     for k, values in (result.get("multiValueHeaders") or {}).items():
         out_headers[k] = ", ".join(values)
     payload = result.get("body") or ""
-    if result.get("isBase64Encoded"):
-        import base64
-
-        data = base64.b64decode(payload)
-    else:
-        data = payload.encode()
-    return int(result.get("statusCode", 500)), out_headers, data
-
-
-def _has_credentials(headers: dict[str, str]) -> bool:
-    lowered = {k.lower() for k in headers}
-    return "authorization" in lowered or "x-api-key" in lowered
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "contextos-local"
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
-            status, headers, data = _json(413, "payload_too_large", "the request body is too large")
-        else:
-            body = self.rfile.read(length) if length else None
-            try:
-                status, headers, data = handle(
-                    self.command, self.path, dict(self.headers.items()), body, self.client_address[0]
-                )
-            except Exception:  # the bridge must answer even if a handler crashed, as API Gateway does
-                logger.exception("local bridge: handler crashed")
-                status, headers, data = _json(502, "bad_gateway", "the function failed")
-        self.send_response(status)
-        for k, v in headers.items():
-            if k.lower() not in {"content-length", "transfer-encoding", "connection"}:
-                self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
-
-    def log_message(self, format: str, *args: object) -> None:
-        logger.debug("http", extra={"request": format % args})
+    data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+    return HttpReply(int(result.get("statusCode", 500)), out_headers, data)
 
 
 class ApiBridge:
-    def __init__(self, host: str = "127.0.0.1", port: int = 8787) -> None:
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="api-bridge", daemon=True)
+    """The front on uvicorn in a background thread, listening on a socket bound up front."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 8787, settings: LocalServerSettings | None = None) -> None:
+        import uvicorn
+
+        self.settings = settings or get_settings().local_server
+        self.front = Front(handle, self.settings)
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind((host, port))
+        self.socket.listen(self.settings.backlog)
+        config = uvicorn.Config(
+            self.front,
+            http="h11",
+            loop="asyncio",
+            lifespan="on",
+            backlog=self.settings.backlog,
+            limit_concurrency=self.settings.limit_concurrency,
+            timeout_keep_alive=self.settings.timeout_keep_alive_s,
+            timeout_graceful_shutdown=5,
+            access_log=False,
+            log_level="warning",
+            server_header=False,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, name="api-front", daemon=True
+        )
+
+    def mount(self, prefix: str, app: ASGIApp) -> ApiBridge:
+        """Serve another ASGI app at ``prefix`` (e.g. MCP at ``/mcp``); call before ``start``."""
+        self.front.mount(prefix, app)
+        return self
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
+        host, port = self.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> ApiBridge:
+    def start(self, timeout_s: float = 15.0) -> ApiBridge:
         self.thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the local HTTP front did not start")
+            time.sleep(0.02)
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.socket.close()

@@ -35,6 +35,7 @@ class LocalStack:
     aws: LocalAws | None = None
     bridge: ApiBridge | None = None
     workers: list = field(default_factory=list)
+    mounts: dict = field(default_factory=dict)  # path prefix → ASGI app served beside the API (local.front)
 
     def start(self) -> LocalStack:
         quiet_local_logs()
@@ -56,7 +57,10 @@ class LocalStack:
         container.keys().create(
             DEV_TENANT, "local-dev", principal="user", provenance_ceiling=Provenance.user_turn, key=DEV_API_KEY
         )
-        self.bridge = ApiBridge(port=self.api_port).start()
+        self.bridge = ApiBridge(port=self.api_port)
+        for prefix, app in self.mounts.items():
+            self.bridge.mount(prefix, app)
+        self.bridge.start()
         sqs = container.aws_client("sqs")
         self.workers = [
             QueuePoller(sqs, self.aws.ingest_queue_url, self.aws.ingest_queue_arn, "ingest", wait_s=self.poll_wait_s),

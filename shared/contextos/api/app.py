@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
@@ -78,6 +81,10 @@ def build_app() -> APIGatewayRestResolver:
         details = [{"loc": list(e.get("loc", ())), "type": e.get("type"), "msg": e.get("msg")} for e in exc.errors()]
         return error_response(422, "validation_error", "the request does not match the schema", details)
 
+    @app.exception_handler(RequestUnsupportedContentType)
+    def unsupported_content_type(_: Exception) -> Response:
+        return error_response(415, "unsupported_media_type", "a request body must be sent as application/json")
+
     @app.exception_handler(Exception)
     def unexpected_error(exc: Exception) -> Response:
         """A bug or an outage: logged with its trace, answered in the one error shape."""
@@ -108,7 +115,7 @@ def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
 def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     """The API function's one entry: the edge's checks, then the resolver."""
     try:
-        edge.check_request(event, get_settings().edge)
+        event = edge.check_request(event, get_settings().edge)
     except ContextOSError as exc:
         body = ErrorResponse(error=ErrorBody(code=exc.code, message=exc.message, details=exc.details or None))
         return {

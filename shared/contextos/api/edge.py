@@ -54,8 +54,9 @@ class UnsupportedMediaType(UnsupportedContent):
     code = "unsupported_media_type"
 
 
-def check_request(event: Mapping[str, Any], limits: EdgeSettings) -> None:
-    """Raise the first edge rule the API Gateway proxy event breaks; return when it breaks none."""
+def check_request(event: Mapping[str, Any], limits: EdgeSettings) -> Mapping[str, Any]:
+    """Raise the first edge rule the API Gateway proxy event breaks; else return the event, its
+    JSON content type spelled the one way the resolver recognises."""
     _check_text(event.get("path") or "", ["path"])
     for name, values in _query(event).items():
         _check_text(name, ["query"])
@@ -66,9 +67,10 @@ def check_request(event: Mapping[str, Any], limits: EdgeSettings) -> None:
     method = str(event.get("httpMethod") or "").upper()
     body = _body_text(event)
     if method not in BODY_METHODS or body is None or not body.strip():
-        return
+        return event
     _check_content_type(_header(event, "content-type"))
     check_json_text(body, limits)
+    return _canonical_content_type(event)
 
 
 def check_json_text(text: str, limits: EdgeSettings) -> Any:
@@ -77,7 +79,7 @@ def check_json_text(text: str, limits: EdgeSettings) -> Any:
     brackets = skeleton.translate(_NOT_BRACKET)
     if brackets and max(accumulate(_DEPTH_STEP.get(c, 0) for c in brackets)) > limits.max_json_depth:
         raise BodyTooDeep(f"the JSON body is nested deeper than {limits.max_json_depth} levels")
-    if re.search(r"[-+0-9.eE]{%d,}" % (limits.max_number_chars + 1), skeleton):
+    if re.search(rf"[-+0-9.eE]{{{limits.max_number_chars + 1},}}", skeleton):
         raise NumberTooLong(f"a number in the JSON body is longer than {limits.max_number_chars} characters")
     try:
         parsed = json.loads(text)
@@ -125,7 +127,7 @@ def _body_text(event: Mapping[str, Any]) -> str | None:
 def _check_content_type(value: str | None) -> None:
     media, _, params = (value or "").partition(";")
     media = media.strip().lower()
-    if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
+    if media != "application/json":  # the resolver parses nothing else, not even +json types
         raise UnsupportedMediaType(
             f"a request body must be sent as application/json, not {media or 'no content type'}",
             details={"content_type": media or None},
@@ -133,6 +135,14 @@ def _check_content_type(value: str | None) -> None:
     charset = re.search(r"charset\s*=\s*\"?([\w-]+)", params, re.IGNORECASE)
     if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
         raise UnsupportedMediaType("a JSON body must be UTF-8", details={"charset": charset.group(1)})
+
+
+def _canonical_content_type(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
+    multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+    headers["Content-Type"] = "application/json"
+    multi["Content-Type"] = ["application/json"]
+    return {**event, "headers": headers, "multiValueHeaders": multi}
 
 
 def _header(event: Mapping[str, Any], name: str) -> str | None:

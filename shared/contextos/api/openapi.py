@@ -47,7 +47,12 @@ SECURITY_SCHEMES = {
         "scheme": "bearer",
         "description": "An agent or user API key (`ctx_…`) as `Authorization: Bearer <key>` on /v1 paths.",
     },
-    "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "x-api-key", "description": "The same key, as a header."},
+    "apiKeyHeader": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "x-api-key",
+        "description": "The same key, as a header.",
+    },
     "cognito": {
         "type": "http",
         "scheme": "bearer",

@@ -151,15 +151,14 @@ class Front:
             try:
                 message = await asyncio.wait_for(receive(), timeout=max(deadline - loop.time(), 0.001))
             except TimeoutError:
-                raise BodyRefused(
-                    json_reply(408, "request_timeout", "the request body did not arrive in time", {"Connection": "close"})
-                ) from None
+                late = json_reply(408, "request_timeout", "the body did not arrive in time", {"Connection": "close"})
+                raise BodyRefused(late) from None
             if message["type"] == "http.disconnect":
                 raise BodyRefused(json_reply(400, "client_disconnected", "the client went away"))
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise BodyRefused(json_reply(413, "payload_too_large", f"the request body is larger than {limit} bytes"))
+                raise BodyRefused(json_reply(413, "payload_too_large", f"the body is larger than {limit} bytes"))
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break

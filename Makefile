@@ -48,7 +48,7 @@ synth: layer
 	npx cdk synth -q $(CDK_ARGS)
 
 openapi: install
-	$(PY) -c "from contextos.api.app import app; print(app.get_openapi_json_schema())" > docs/openapi.json
+	$(PY) -m contextos.api.openapi docs/openapi.json
 
 bench: install
 	$(PY) benchmarks/embedding.py

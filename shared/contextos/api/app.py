@@ -54,7 +54,7 @@ def build_app() -> APIGatewayRestResolver:
     app.include_router(review.router)
 
     @app.get("/swagger", include_in_schema=False)
-    def swagger() -> Response:
+    def swagger() -> Response[str]:
         """Swagger UI over the completed document (``?format=json`` for the document itself)."""
         spec = openapi.openapi_json(app)
         if (app.current_event.query_string_parameters or {}).get("format") == "json":

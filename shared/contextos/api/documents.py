@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from contextos import container
 from contextos.api.auth import current_principal
+from contextos.api.openapi import statuses
 from contextos.config import get_settings
 from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord
 from contextos.trust import cap_provenance
@@ -19,6 +20,7 @@ router = Router()
 
 
 @router.post("/documents", summary="Submit a document (text, markdown, or base64 bytes)")
+@statuses(200, 202)
 def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
     principal = current_principal(router)
     # governance (issue #6): a credential cannot claim more trust than its provenance ceiling

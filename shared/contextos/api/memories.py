@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from contextos import container
 from contextos.api.auth import current_principal
+from contextos.api.openapi import statuses
 from contextos.governance_models import MemoryAdmission, MemoryCreate, MemoryHistory
 from contextos.models import MemoryDetail
 
@@ -23,6 +24,7 @@ def get_memory(memory_id: Annotated[UUID, Path()]) -> MemoryDetail:
 
 
 @router.post("/memories", summary="Write a memory by hand: capped provenance, the trust and contradiction gates")
+@statuses(201, 202)
 def create_memory(body: MemoryCreate) -> Response[MemoryAdmission]:
     principal = current_principal(router)
     admission = container.governance().create_memory(

@@ -39,7 +39,7 @@ DESCRIPTIONS = {
 }
 DEFAULT_ERRORS = (400, 401, 403, 404, 422, 500, 503)
 BODY_ERRORS = (413, 415)
-VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
+VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 SECURITY_SCHEMES = {
     "apiKey": {
@@ -130,3 +130,22 @@ def _complete(operation: dict[str, Any], method: str, declared: tuple[int, ...])
 def _routes(app: APIGatewayRestResolver) -> list[Any]:
     # Powertools keeps its compiled routes here; the OpenAPI generator reads the same lists.
     return [*app._static_routes, *app._dynamic_routes]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m contextos.api.openapi [path]``: write the document (``make openapi``)."""
+    import sys
+    from pathlib import Path
+
+    from contextos.api.app import app
+
+    args = sys.argv[1:] if argv is None else argv
+    text = openapi_json(app)
+    if args:
+        Path(args[0]).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
 from contextos.api.auth import current_principal
+from contextos.api.openapi import statuses
 from contextos.governance_models import AuditPage, ReviewDecision, ReviewOutcome, ReviewPage
 
 router = Router()
@@ -25,6 +26,7 @@ def list_review(
 
 
 @router.post("/review/<review_id>/promote", summary="Admit a held candidate (user credentials only)")
+@statuses(409)
 def promote(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewOutcome:
     principal = current_principal(router)
     return container.governance().promote(
@@ -33,6 +35,7 @@ def promote(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewO
 
 
 @router.post("/review/<review_id>/reject", summary="Discard a held candidate (user credentials only)")
+@statuses(409)
 def reject(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewOutcome:
     principal = current_principal(router)
     return container.governance().reject(

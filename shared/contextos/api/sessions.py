@@ -11,12 +11,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from contextos import container
 from contextos.api.auth import current_principal
+from contextos.api.openapi import statuses
 from contextos.conversations import MessageAppended, MessageCreate, SessionView
 
 router = Router()
 
 
 @router.post("/sessions/<session_id>/messages", summary="Append one turn (role, content, optional provenance)")
+@statuses(201, 409)
 def append_message(session_id: Annotated[str, Path()], body: MessageCreate) -> Response[MessageAppended]:
     principal = current_principal(router)
     appended = container.conversations().append(principal.tenant_id, principal.provenance_ceiling, session_id, body)

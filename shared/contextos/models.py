@@ -219,7 +219,16 @@ class LifecycleReport(BaseModel):
 class DocumentCreate(BaseModel):
     """``POST /v1/documents``: text, or base64 bytes with a filename (S11)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Exactly one of the two contents; the schema says so, the ingestion service enforces it.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["text"], "properties": {"text": {"type": "string"}}},
+                {"required": ["content_base64"], "properties": {"content_base64": {"type": "string"}}},
+            ]
+        },
+    )
 
     text: str | None = Field(default=None, description="Plain text or markdown.")
     content_base64: str | None = Field(default=None, description="The file's bytes, base64-encoded.")

@@ -368,6 +368,9 @@ class LocalServerSettings(BaseModel):
     body_timeout_s: float = 15.0  # a body slower than this (or shorter than its Content-Length) gets 408
     max_body_bytes: int = 25 * 1024 * 1024  # above API Gateway's 10 MB, so the API's own limit answers
     handler_threads: int = 16
+    # What a local function's Lambda context reports as its timeout: Powertools idempotency lets a
+    # redelivery of a message whose worker died run again once this much time has passed.
+    function_timeout_s: float = 60.0
     cors_origins: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:8787", "http://localhost:8787"])
 
 
@@ -410,6 +413,9 @@ class Settings(BaseSettings):
 
     # Documents.
     max_document_bytes: int = 20 * 1024 * 1024
+    # A document held longer than this by a worker that died is taken over by the next delivery;
+    # above the ingest function's timeout, below its queue's visibility timeout.
+    document_stale_processing_s: int = 900
     inline_text_max_bytes: int = 256 * 1024
 
     decay: DecaySettings = Field(default_factory=DecaySettings)

@@ -122,7 +122,7 @@ def scheduled_event(rule_name: str, region: str = "us-east-1") -> dict:
 class LocalLambdaContext:
     """Enough of the Lambda context object for Powertools and the handlers."""
 
-    def __init__(self, function_name: str, timeout_s: int = 60) -> None:
+    def __init__(self, function_name: str, timeout_s: float = 60) -> None:
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = 1024

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import contextos
+from contextos.config import get_settings
 from contextos.local.events import LocalLambdaContext
 
 _modules: dict[str, ModuleType] = {}
@@ -42,4 +43,5 @@ def invoke(name: str, event: dict) -> dict:
     """Invoke a function like one warm Lambda instance: one event at a time."""
     handler = load_handler(name)
     with _locks[name]:
-        return handler(event, LocalLambdaContext(f"contextos-{name}"))
+        timeout_s = get_settings().local_server.function_timeout_s
+        return handler(event, LocalLambdaContext(f"contextos-{name}", timeout_s=timeout_s))

@@ -23,6 +23,7 @@ from uuid import UUID
 
 from contextos.config import LifecycleSettings
 from contextos.errors import ContextOSError
+from contextos.faults import crash_point
 from contextos.models import Reactivation
 from contextos.observability import logger, metrics
 from contextos.store.lifecycle import ArchiveRecord, LifecycleStore
@@ -50,7 +51,8 @@ def unpack(member: bytes) -> dict:
 
 
 def _no_step(step: str) -> None:
-    """Default observer of the archival and reactivation steps (fault tests raise here)."""
+    """Default observer of the archival and reactivation steps (fault tests raise or crash here)."""
+    crash_point(step)
 
 
 @dataclass

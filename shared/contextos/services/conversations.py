@@ -31,6 +31,7 @@ from contextos.conversations import (
 from contextos.errors import ContextOSError, PayloadTooLarge, PermanentError, TransientError
 from contextos.extraction import ConceptExtractor
 from contextos.extraction.validation import rejection_reason
+from contextos.faults import crash_point
 from contextos.models import BASE_TRUST, Provenance
 from contextos.normalization import estimate_tokens
 from contextos.observability import logger, metrics
@@ -238,6 +239,7 @@ class ConversationService:
         turns = [Turn.model_validate(r) for r in self.store.turns(tenant_id, session_id, first, last)]
         spoken = [t for t in turns if t.role.value in cfg.extract_roles]
         extracted, calls = self._extract(spoken) if spoken else ([], 0)
+        crash_point("flush:after_extraction")
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
         chosen = self._clamp(concepts)
         by_seq = {t.seq: t for t in spoken}

@@ -21,6 +21,7 @@ from contextos.errors import (
     TransientError,
 )
 from contextos.extraction import ConceptExtractor
+from contextos.faults import crash_point
 from contextos.models import (
     Concept,
     DocumentAccepted,
@@ -37,7 +38,6 @@ from contextos.sources import DocumentSource
 from contextos.store.repository import MemoryStore
 
 _TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
-STALE_PROCESSING_S = 900
 MAX_ATTEMPTS = 3
 
 
@@ -175,7 +175,8 @@ class IngestionService:
     def process(self, job: DocumentJob, *, data: bytes | None = None) -> None:
         """Run S4 steps 1-7 for one document. Permanent problems end as ``failed``; transient ones raise."""
         tenant_id, document_id = job.tenant_id, job.document_id
-        claimed = self.store.claim_document(tenant_id, document_id, stale_after_s=STALE_PROCESSING_S)
+        stale_after_s = self.settings.document_stale_processing_s
+        claimed = self.store.claim_document(tenant_id, document_id, stale_after_s=stale_after_s)
         if claimed is None:
             logger.info("document already handled", extra={"document_id": str(document_id)})
             return
@@ -215,7 +216,9 @@ class IngestionService:
 
     def _run(self, tenant_id: str, document_id: UUID, claimed: dict, data: bytes) -> None:
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
+        crash_point("ingest:after_parse")
         extracted, calls = self._extract(parsed.text, parsed.domain)
+        crash_point("ingest:after_extraction")
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
         raw_text, raw_key = self._keep_raw_text(tenant_id, document_id, parsed.text)
         source = DocumentSource(

@@ -17,6 +17,7 @@ import numpy as np
 from contextos.config import DecaySettings, MergeSettings
 from contextos.decay import weibull_scale as decay_weibull_scale
 from contextos.errors import NotFound
+from contextos.faults import crash_point
 from contextos.governance_models import HeldCandidate
 from contextos.lsh import PREFIX_BITS, Sketch, max_hamming, signature_prefix, sketch
 from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
@@ -210,6 +211,8 @@ class MemoryStore:
                 prejudged=prejudged,
                 finish=lambda c, counts: self._finish_source(c, tenant_id, source, source.counts | counts),
             )
+            crash_point("store:before_commit")
+        crash_point("store:after_commit")
         return result
 
     @staticmethod

@@ -6,8 +6,10 @@ Three phases against one local stack (embedded PostgreSQL, moto, uvicorn), on th
 1. in-process: the adapter API Gateway would be (authorizer function, then API function), one
    call at a time, no HTTP; the baseline;
 2. one HTTP client: the same calls over loopback, one at a time: what the HTTP front adds;
-3. ``--clients`` HTTP clients for ``--seconds`` (default 50 x 60 s), from a separate process
-   (its own interpreter, so the clients do not share the server's GIL).
+3. ``--clients`` HTTP clients for ``--seconds`` (default 50 x 60 s).
+
+The HTTP clients run in a separate process (their own interpreter: they do not share the
+server's GIL), the in-process calls in the server's.
 
 The mix is context, search, a memory by id and a message appended, in fixed proportions. Each
 phase reports req/s and p50/p95/p99 per route; errors are any non-2xx answer, and resets any
@@ -208,6 +210,7 @@ def main() -> None:
     from contextos.local.front import HttpRequest
     from contextos.local.stack import DEV_API_KEY, LocalStack
 
+    load_before = os.getloadavg()[0]
     stack = LocalStack(api_port=0, poll_wait_s=1).start()
     try:
         auth = {"authorization": f"Bearer {DEV_API_KEY}", "content-type": "application/json"}
@@ -230,45 +233,44 @@ def main() -> None:
         print(f"in-process baseline, {args.baseline_seconds:.0f} s ...", flush=True)
         baseline = timed_loop(in_process, memory_ids, args.baseline_seconds)
 
-        import httpx
+        def clients(n: int, seconds: float) -> dict:
+            """``n`` HTTP clients in their own interpreter (none of them shares the server's GIL)."""
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.load",
+                    "--client",
+                    stack.api_url,
+                    "--key",
+                    DEV_API_KEY,
+                    "--ids",
+                    str(ids_file),
+                    "--clients",
+                    str(n),
+                    "--seconds",
+                    str(seconds),
+                ],
+                cwd=Path(__file__).resolve().parents[1],
+                capture_output=True,
+                text=True,
+                timeout=seconds + 300,
+                check=True,
+            )
+            return json.loads(done.stdout.strip().splitlines()[-1])
 
         print(f"one HTTP client, {args.baseline_seconds:.0f} s ...", flush=True)
-        with httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {DEV_API_KEY}"}) as http:
-            single = timed_loop(
-                lambda m, p, b: http.request(m, p, json=b).status_code, memory_ids, args.baseline_seconds
-            )
+        single = clients(1, args.baseline_seconds)
 
         print(f"{args.clients} HTTP clients, {args.seconds:.0f} s ...", flush=True)
         overflows_before = listen_overflows()
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "benchmarks.load",
-                "--client",
-                stack.api_url,
-                "--key",
-                DEV_API_KEY,
-                "--ids",
-                str(ids_file),
-                "--clients",
-                str(args.clients),
-                "--seconds",
-                str(args.seconds),
-            ],
-            cwd=Path(__file__).resolve().parents[1],
-            capture_output=True,
-            text=True,
-            timeout=args.seconds + 300,
-            check=True,
-        )
-        loaded = json.loads(done.stdout.strip().splitlines()[-1])
+        loaded = clients(args.clients, args.seconds)
         overflows_after = listen_overflows()
     finally:
         stack.stop()
 
-    resets = sum(n for kind, n in loaded["failures"].items() if not kind.startswith("http_"))
-    errors = sum(loaded["failures"].values())
+    resets = sum(n for r in (loaded, single) for kind, n in r["failures"].items() if not kind.startswith("http_"))
+    errors = sum(loaded["failures"].values()) + sum(single["failures"].values())
     overflows = (
         overflows_after - overflows_before if overflows_before is not None and overflows_after is not None else None
     )
@@ -281,6 +283,8 @@ def main() -> None:
         "load_req_per_s": loaded["req_per_s"],
         "single_http_req_per_s": single["req_per_s"],
         "in_process_req_per_s": baseline["req_per_s"],
+        "machine_load_1min_before": round(load_before, 2),
+        "machine_load_1min_after": round(os.getloadavg()[0], 2),
     }
     for route in ROUTES:
         base, one, many = baseline["routes"][route], single["routes"][route], loaded["routes"][route]
@@ -303,6 +307,9 @@ def main() -> None:
             "load: the clients in a separate process; latency includes queueing for the one warm API function"
             " instance the local stack runs (calls are serialized per function, like one Lambda instance).",
             "errors: non-2xx answers plus transport failures; resets: connections dropped, refused or reset.",
+            "machine_load_*: the 1-minute load average of this 2-core machine, shared with other work; on a"
+            " busy machine every thread handoff of the HTTP path waits for a core, which the in-process"
+            " calls never do.",
             f"Mix (weights): {dict(zip(ROUTES, WEIGHTS, strict=True))}; sessions rotate every"
             f" {ROTATE_SESSION_EVERY} messages so no flush runs during a phase.",
         ],

@@ -310,3 +310,14 @@ def test_the_api_prefix_cannot_be_mounted_over():
     for prefix in ("/", "/v1", "/v1/things"):
         with pytest.raises(ValueError):
             front.mount(prefix, ECHO)
+
+
+def test_swagger_ui_and_the_completed_document_are_served_without_a_key(stack):
+    from contextos.api.app import app
+    from contextos.api.openapi import openapi_document
+
+    status, headers, body = request(stack, "GET", "/v1/swagger", key=None)
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b"ErrorResponse" in body and b"HTTPValidationError" not in body
+    status, _, body = request(stack, "GET", "/v1/swagger?format=json", key=None)
+    assert status == 200 and json.loads(body) == openapi_document(app)

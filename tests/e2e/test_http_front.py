@@ -321,3 +321,9 @@ def test_swagger_ui_and_the_completed_document_are_served_without_a_key(stack):
     assert b"ErrorResponse" in body and b"HTTPValidationError" not in body
     status, _, body = request(stack, "GET", "/v1/swagger?format=json", key=None)
     assert status == 200 and json.loads(body) == openapi_document(app)
+
+
+def test_the_listening_socket_is_tcp_with_nodelay_so_responses_never_wait_for_a_delayed_ack(stack):
+    listening = stack.bridge.socket
+    assert listening.proto == socket.IPPROTO_TCP  # what asyncio checks before it sets TCP_NODELAY
+    assert listening.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1

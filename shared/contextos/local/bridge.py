@@ -67,8 +67,11 @@ class ApiBridge:
 
         self.settings = settings or get_settings().local_server
         self.front = Front(handle, self.settings)
-        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets that say so, and
+        # without it each response's second write waits out the client's 40 ms delayed ACK.
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.socket.bind((host, port))
         self.socket.listen(self.settings.backlog)
         config = uvicorn.Config(

@@ -18,6 +18,7 @@ from contextos.errors import BadRequest, ProvenanceAboveCeiling
 from contextos.models import BASE_TRUST, Concept, Provenance
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+SESSION_ID_PATTERN = _SESSION_ID.pattern  # the API's path parameter says the same
 
 
 class Role(StrEnum):

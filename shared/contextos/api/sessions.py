@@ -12,24 +12,25 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from contextos import container
 from contextos.api.auth import current_principal
 from contextos.api.openapi import statuses
-from contextos.conversations import MessageAppended, MessageCreate, SessionView
+from contextos.conversations import SESSION_ID_PATTERN, MessageAppended, MessageCreate, SessionView
 
 router = Router()
+SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN)]
 
 
 @router.post("/sessions/<session_id>/messages", summary="Append one turn (role, content, optional provenance)")
 @statuses(201, 409)
-def append_message(session_id: Annotated[str, Path()], body: MessageCreate) -> Response[MessageAppended]:
+def append_message(session_id: SessionId, body: MessageCreate) -> Response[MessageAppended]:
     principal = current_principal(router)
     appended = container.conversations().append(principal.tenant_id, principal.provenance_ceiling, session_id, body)
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=appended.model_dump(mode="json"))
 
 
 @router.get("/sessions/<session_id>", summary="A session's buffer and what became of each flushed range")
-def get_session(session_id: Annotated[str, Path()]) -> SessionView:
+def get_session(session_id: SessionId) -> SessionView:
     return container.conversations().get(current_principal(router).tenant_id, session_id)
 
 
 @router.post("/sessions/<session_id>/end", summary="End a session and flush its unflushed turns into memory")
-def end_session(session_id: Annotated[str, Path()]) -> SessionView:
+def end_session(session_id: SessionId) -> SessionView:
     return container.conversations().end(current_principal(router).tenant_id, session_id)

@@ -219,13 +219,13 @@ class LifecycleReport(BaseModel):
 class DocumentCreate(BaseModel):
     """``POST /v1/documents``: text, or base64 bytes with a filename (S11)."""
 
-    # Exactly one of the two contents; the schema says so, the ingestion service enforces it.
+    # Exactly one of the two contents, not blank; the schema says so, the ingestion service enforces it.
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
             "oneOf": [
-                {"required": ["text"], "properties": {"text": {"type": "string"}}},
-                {"required": ["content_base64"], "properties": {"content_base64": {"type": "string"}}},
+                {"required": ["text"], "properties": {"text": {"type": "string", "pattern": "\\S"}}},
+                {"required": ["content_base64"], "properties": {"content_base64": {"type": "string", "minLength": 4}}},
             ]
         },
     )

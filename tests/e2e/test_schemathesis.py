@@ -73,3 +73,20 @@ def test_every_operation_answers_only_what_the_document_declares(case, stack):
         checks=CHECKS,
         timeout=60,
     )
+
+
+def test_the_run_would_catch_a_status_the_document_left_out(stack):
+    """The checks are live: the same stack against a document without its 422 fails them."""
+    from contextos.local.stack import DEV_API_KEY
+    from schemathesis.core.failures import FailureGroup
+
+    document = openapi_document(app)
+    del document["paths"]["/search"]["post"]["responses"]["422"]
+    operation = schemathesis.openapi.from_dict(document)["/search"]["POST"]
+    case = operation.Case(body={"query": "x", "limit": 0}, media_type="application/json")
+    with pytest.raises(FailureGroup, match="Undocumented status code"):
+        case.call_and_validate(
+            base_url=stack.api_url + "/v1",
+            headers={"Authorization": f"Bearer {DEV_API_KEY}"},
+            checks=[status_code_conformance],
+        )

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.models import Server
 from pydantic import BaseModel
 
 from contextos.api import context, documents, memories, reminders, reports, review, sessions
+from contextos.api import workspace as workspace_api
 from contextos.errors import ContextOSError
 from contextos.observability import logger
 
@@ -44,6 +45,7 @@ def build_app() -> APIGatewayRestResolver:
     app.include_router(reports.router)
     app.include_router(sessions.router)
     app.include_router(review.router)
+    app.include_router(workspace_api.router)
     app.enable_swagger(path="/swagger", title="ContextOS API", version="0.1.0", servers=[Server(url="/v1")])
 
     @app.exception_handler(ContextOSError)

@@ -212,8 +212,9 @@ def render_file(memory: WorkspaceMemory) -> str:
 
 
 # -- parse ----------------------------------------------------------------------------------
-def has_frontmatter(text: str) -> bool:
-    return bool(re.match(r"-{3,}[ \t]*\r?\n", text))
+def has_frontmatter(text: str | bytes) -> bool:
+    head = text[:64].decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return bool(re.match(r"\ufeff?-{3,}[ \t]*\r?\n", head))
 
 
 def parse_file(path: str, data: bytes, limits: Limits = Limits()) -> WorkspaceMemory | None:

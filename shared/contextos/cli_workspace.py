@@ -82,7 +82,7 @@ def cmd_import(args: argparse.Namespace, target_of: Callable[[argparse.Namespace
     try:
         for start in range(0, len(files), IMPORT_CHUNK):
             status, body = target.client.call(
-                "POST", "/v1/import", {"files": files[start : start + IMPORT_CHUNK], "unlock": args.unlock or []}
+                "POST", "/v1/import", {"files": files[start : start + IMPORT_CHUNK], "unlock": args.unlock or [], "restore": args.restore}
             )
             if status >= 400:
                 print(json.dumps(body, indent=2), file=sys.stderr)
@@ -144,6 +144,7 @@ def register(
     imp = sub.add_parser("import", help="create or update memories from a workspace folder")
     imp.add_argument("dir")
     imp.add_argument("--unlock", action="append", help="a protected memory id this import may change (repeatable)")
+    imp.add_argument("--restore", action="store_true", help="keep ids another tenant holds (copy a workspace)")
     api_flags(imp)
     imp.set_defaults(func=lambda a: cmd_import(a, target_of))
 

@@ -41,7 +41,7 @@ class RouterRequest(BaseModel):
     summary="The memory store as a markdown workspace: a tar.gz (or zip) of one file per memory",
     responses={200: {"description": "the archive", "content": {"application/gzip": {}, "application/zip": {}}}},
 )
-def export_workspace(format: Annotated[Literal["tar", "zip"], Query()] = "tar") -> Response:
+def export_workspace(format: Annotated[Literal["tar", "zip"], Query()] = "tar"):  # binary: no return model to serialize
     tenant_id = current_principal(router).tenant_id
     data = bytearray()
     for chunk in container.workspace().archive(tenant_id, format):
@@ -67,6 +67,7 @@ def import_workspace(body: ImportRequest) -> ImportReport:
         actor=principal.subject,
         ceiling=principal.provenance_ceiling,
         unlock=body.unlock,
+        restore=body.restore,
     )
 
 

@@ -219,8 +219,12 @@ class WorkspaceService:
         ceiling: Provenance,
         unlock: Iterable[UUID] = (),
         document_id: UUID | None = None,
+        restore: bool = False,
     ) -> ImportReport:
-        """Create or update each file's memory by id; plain markdown goes to S4 as a document."""
+        """Create or update each file's memory by id; plain markdown goes to S4 as a document.
+
+        An id another tenant holds is refused, unless ``restore``: copying a whole workspace into
+        another tenant keeps its ids (ids are per tenant; the other tenant's rows are never read)."""
         reports: list[FileReport] = []
         for start in range(0, len(files), self.page_size):
             reports += self._import_batch(
@@ -230,6 +234,7 @@ class WorkspaceService:
                 ceiling=ceiling,
                 unlock=set(unlock),
                 document_id=document_id,
+                restore=restore,
             )
         return ImportReport(files=reports, counts=_counts(reports))
 
@@ -242,6 +247,7 @@ class WorkspaceService:
         ceiling: Provenance,
         unlock: set[UUID],
         document_id: UUID | None,
+        restore: bool,
     ) -> list[FileReport]:
         cfg = self.settings
         modifiers = cfg.extraction.generic_modifiers
@@ -274,7 +280,7 @@ class WorkspaceService:
             self._as_document(tenant_id, plan, data, ceiling)
         parsed = [p for p in plans if p.memory is not None]
         if parsed:
-            self._admit(tenant_id, parsed, actor=actor, unlock=unlock, document_id=document_id)
+            self._admit(tenant_id, parsed, actor=actor, unlock=unlock, document_id=document_id, restore=restore)
             self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
         metrics.add_metric(name="WorkspaceFilesImported", unit="Count", value=len(files))
         return [p.report for p in plans]
@@ -303,7 +309,14 @@ class WorkspaceService:
         plan.report.status, plan.report.reason = "document", f"ingested as document {accepted.id}"
 
     def _admit(
-        self, tenant_id: str, plans: list[_Plan], *, actor: str, unlock: set[UUID], document_id: UUID | None
+        self,
+        tenant_id: str,
+        plans: list[_Plan],
+        *,
+        actor: str,
+        unlock: set[UUID],
+        document_id: UUID | None,
+        restore: bool,
     ) -> dict[UUID, WorkspaceMemory]:
         """One transaction under the tenant lock for the batch's creates and edits."""
         cfg = self.settings
@@ -312,14 +325,22 @@ class WorkspaceService:
         gate_store = self.store.gate
         with self.store.db.tenant_tx(tenant_id) as conn:
             hot = self.workspace.lock_tenant(conn, tenant_id)
-            foreign = self.workspace.ids_of_other_tenants(conn, ids)
+            foreign = set() if restore else self.workspace.ids_of_other_tenants(conn, ids)
+            cold_prefix = f"{cfg.lifecycle.cold_prefix}{tenant_id}/"
             existing = self.workspace.rows_by_id(conn, tenant_id, ids, lock=True)
             creates: list[_Plan] = []
             for plan in plans:
                 memory = plan.memory
                 assert memory is not None
+                cold = memory.state.cold or {}
                 if memory.id is not None and memory.id in foreign:
-                    plan.report.code, plan.report.reason = "foreign_id", "this id belongs to another tenant"
+                    plan.report.code = "foreign_id"
+                    plan.report.reason = "this id belongs to another tenant (a restore copies a workspace with its ids)"
+                elif cold and not str(cold.get("object", "")).startswith(cold_prefix):
+                    plan.report.code, plan.report.reason = (
+                        "foreign_cold_object",
+                        "the cold pointer is not this tenant's",
+                    )
                 elif memory.id is not None and memory.id in existing:
                     self._edit(conn, tenant_id, plan, existing[memory.id], actor=actor, unlock=unlock, out=written)
                 else:

@@ -157,6 +157,7 @@ class ImportRequest(BaseModel):
 
     files: list[WorkspaceFile] = Field(max_length=2000)
     unlock: list[UUID] = Field(default_factory=list, description="protected memories this import may change")
+    restore: bool = Field(default=False, description="keep ids another tenant also holds (copying a workspace)")
 
 
 class ImportReport(BaseModel):

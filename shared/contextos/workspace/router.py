@@ -46,7 +46,7 @@ def render_router(tool: RouterTool, entries: Sequence[RouterEntry], *, token_bud
         "",
     ]
     tail = ["## MCP", "", f"Register the server in `{MCP_FILE[tool]}`:", "", "```", mcp_snippet(tool).rstrip(), "```"]
-    used = estimate_tokens("\n".join(head + tail))
+    used = estimate_tokens("\n".join(head + tail)) + 4  # the section headings' breaks
     rules = [e for e in entries if e.always_load or e.type == "rule"]
     rest = [e for e in entries if not (e.always_load or e.type == "rule")]
     sections: list[str] = []
@@ -54,7 +54,7 @@ def render_router(tool: RouterTool, entries: Sequence[RouterEntry], *, token_bud
 
     def fits(text: str) -> bool:
         nonlocal used
-        cost = estimate_tokens(text)
+        cost = estimate_tokens(text) + 1  # its line break
         if used + cost > token_budget:
             return False
         used += cost

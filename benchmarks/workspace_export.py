@@ -41,7 +41,8 @@ def load(url: str, tenant: str, n: int) -> float:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("INSERT INTO tenants (tenant_id, hot_memories) VALUES (%s, %s)", [tenant, n])
         conn.execute(
-            """INSERT INTO documents (tenant_id, content_hash, filename, status) VALUES (%s, 'bench', 'bench.md', 'done')""",
+            """INSERT INTO documents (tenant_id, content_hash, filename, status)
+               VALUES (%s, 'bench', 'bench.md', 'done')""",
             [tenant],
         )
         for lo in range(1, n + 1, CHUNK):

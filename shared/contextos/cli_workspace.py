@@ -82,7 +82,9 @@ def cmd_import(args: argparse.Namespace, target_of: Callable[[argparse.Namespace
     try:
         for start in range(0, len(files), IMPORT_CHUNK):
             status, body = target.client.call(
-                "POST", "/v1/import", {"files": files[start : start + IMPORT_CHUNK], "unlock": args.unlock or [], "restore": args.restore}
+                "POST",
+                "/v1/import",
+                {"files": files[start : start + IMPORT_CHUNK], "unlock": args.unlock or [], "restore": args.restore},
             )
             if status >= 400:
                 print(json.dumps(body, indent=2), file=sys.stderr)

@@ -270,7 +270,8 @@ def test_an_agent_credential_cannot_import_user_turn_provenance(configured, tena
 def test_a_frontmatter_file_dropped_in_the_upload_bucket_becomes_that_memory(
     configured, tenant, s3, sqs, local_aws, drain_ingest_queue
 ):
-    good = "---\nl0: Dropped memory\ntype: rule\nalways_load: true\nimportance: 9\n---\nAlways pin the region to eu-west-1.\n"
+    good = "---\nl0: Dropped memory\ntype: rule\nalways_load: true\nimportance: 9\n---\n"
+    good += "Always pin the region to eu-west-1.\n"
     bomb = "---\nl0: x\ntype: fact\na: &a [1, 2]\nb: *a\n---\nboom\n"
     s3.put_object(Bucket=local_aws.upload_bucket, Key=f"uploads/{tenant}/rules/region.md", Body=good.encode())
     s3.put_object(Bucket=local_aws.upload_bucket, Key=f"uploads/{tenant}/bomb.md", Body=bomb.encode())

@@ -123,8 +123,14 @@ def _load_yaml(text: str, limits: Limits) -> Any:
         loader.dispose()
 
 
+# libyaml's emitter (shipped in PyYAML's wheels) is ~10x the pure-Python one on the export path.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _dump_yaml(data: dict[str, Any]) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000)
+    return yaml.dump(
+        data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000
+    )
 
 
 # -- names ----------------------------------------------------------------------------------

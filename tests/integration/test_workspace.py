@@ -249,6 +249,15 @@ def test_hostile_files_each_fail_alone_with_a_reason(configured, tenant):
     assert len(files_of(other)) == 1 and b"Belongs to another tenant" in next(iter(files_of(other).values()))
 
 
+def test_a_markdown_file_without_workspace_frontmatter_goes_to_document_ingestion(configured, tenant):
+    report = import_files(tenant, {"notes/meeting.md": b"# Meeting\n\nWe chose PostgreSQL for the job queues.\n"})
+    line = report.files[0]
+    assert line.status == "document" and line.reason.startswith("ingested as document ")
+    document_id = line.reason.rsplit(" ", 1)[-1]
+    status, body = call_api("GET", f"/v1/documents/{document_id}", tenant)
+    assert status == 200 and body["filename"] == "meeting.md" and body["status"] == "queued"
+
+
 def test_a_low_trust_file_is_held_for_review_not_admitted(configured, tenant):
     text = b"---\nl0: Web rumour\ntype: fact\nprovenance: web_content\n---\nA forum post says the API is free.\n"
     report = import_files(tenant, {"05-resources/rumour.md": text})

@@ -104,3 +104,11 @@ def test_a_router_file_puts_rules_first_and_the_index_last_within_its_budget():
     text = render_router("cursor", entries, token_budget=300)
     assert text.index("## Rules") < text.index("## Key memories") < text.index("## Index") < text.index("## MCP")
     assert len(text) // 4 <= 300 and "- Memory 39 (fact)" not in text
+
+
+def test_a_cold_stub_has_no_l1_and_still_parses():
+    stub = memory(
+        l1="", state={"state": "archived", "tier": "cold", "cold": {"object": "cold/t/x", "start": 0, "end": 9}}
+    )
+    parsed = parse_file("history/x.md", render_file(stub).encode())
+    assert parsed is not None and parsed.l1 == "" and render_file(parsed) == render_file(stub)

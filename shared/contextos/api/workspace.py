@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -25,8 +26,11 @@ class RouterFiles(BaseModel):
     files: list[WorkspaceFile]
 
 
-class SyncRequest(ImportRequest):
+class SyncRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    files: list[WorkspaceFile] = Field(max_length=20_000)
+    unlock: list[UUID] = Field(default_factory=list, description="protected memories this sync may change")
 
 
 class RouterRequest(BaseModel):

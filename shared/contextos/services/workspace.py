@@ -25,6 +25,8 @@ from contextos.embedding import Embedder
 from contextos.models import DocumentAccepted, DocumentCreate, DocumentRecord, MemoryCandidate, Provenance
 from contextos.normalization import acronyms, initials, norm_key
 from contextos.observability import logger, metrics
+from contextos.parsing import content_hash as bytes_hash
+from contextos.parsing import safe_filename
 from contextos.services.governance import TrustGate
 from contextos.store.governance import GovernanceStore
 from contextos.store.repository import MemoryStore
@@ -317,10 +319,9 @@ class WorkspaceService:
         unlock: set[UUID],
         document_id: UUID | None,
         restore: bool,
-    ) -> dict[UUID, WorkspaceMemory]:
+    ) -> None:
         """One transaction under the tenant lock for the batch's creates and edits."""
         cfg = self.settings
-        written: dict[UUID, WorkspaceMemory] = {}
         ids = [p.memory.id for p in plans if p.memory and p.memory.id is not None]
         gate_store = self.store.gate
         with self.store.db.tenant_tx(tenant_id) as conn:
@@ -342,12 +343,12 @@ class WorkspaceService:
                         "the cold pointer is not this tenant's",
                     )
                 elif memory.id is not None and memory.id in existing:
-                    self._edit(conn, tenant_id, plan, existing[memory.id], actor=actor, unlock=unlock, out=written)
+                    self._edit(conn, tenant_id, plan, existing[memory.id], actor=actor, unlock=unlock)
                 else:
                     creates.append(plan)
             creates = self._without_key_clashes(conn, tenant_id, creates)
             if not creates:
-                return written
+                return
             vectors = self.embedder.embed([f"{p.memory.l0}: {p.memory.l1}" for p in creates])  # type: ignore[union-attr]
             candidates = [self._candidate(p, v) for p, v in zip(creates, vectors, strict=True)]
             admitted, held = TrustGate(cfg).split(candidates)
@@ -401,8 +402,6 @@ class WorkspaceService:
             self.workspace.insert_edges(conn, tenant_id, edges)
             for plan, _ in going:
                 plan.report.status, plan.report.memory_id = "created", plan.memory.id  # type: ignore[union-attr]
-                written[plan.memory.id] = plan.memory  # type: ignore[index, union-attr]
-        return written
 
     def _without_key_clashes(self, conn: Any, tenant_id: str, creates: list[_Plan]) -> list[_Plan]:
         """One active memory per normalized key: a new active file whose key is taken fails alone."""
@@ -519,7 +518,6 @@ class WorkspaceService:
         *,
         actor: str,
         unlock: set[UUID],
-        out: dict[UUID, WorkspaceMemory],
     ) -> None:
         """A file for a stored memory: unchanged, an edit to apply, a conflict, or a refusal.
 
@@ -574,7 +572,6 @@ class WorkspaceService:
             report.reason = "the memory changed while this edit was applied"
             return
         report.status, report.reason = "updated", f"changed {', '.join(changed)}; now version {version}"
-        out[file.id] = file
 
     # -- sync --------------------------------------------------------------------------------
     def sync(
@@ -623,9 +620,6 @@ class WorkspaceService:
                 return None
         except WorkspaceFileError:
             pass  # a broken workspace file fails below, on its document
-        from contextos.parsing import content_hash as bytes_hash
-        from contextos.parsing import safe_filename
-
         record, created = self.store.create_document(
             tenant_id,
             content_hash=bytes_hash(data),

@@ -189,9 +189,11 @@ def _frontmatter(memory: WorkspaceMemory) -> dict[str, Any]:
 
 def content_hash(memory: WorkspaceMemory) -> str:
     """The hash of everything a file says (frontmatter and body, not the hash itself)."""
-    data = _frontmatter(memory)
-    data["l1"] = memory.l1
-    data["l2"] = [s.excerpt for s in memory.sources]
+    return _hash_of(_frontmatter(memory), memory)
+
+
+def _hash_of(frontmatter: dict[str, Any], memory: WorkspaceMemory) -> str:
+    data = {**frontmatter, "l1": memory.l1, "l2": [s.excerpt for s in memory.sources]}
     canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
@@ -208,7 +210,7 @@ def _unescape(text: str) -> str:
 def render_file(memory: WorkspaceMemory) -> str:
     """The file's text: frontmatter (with the content hash last), then L1, then L2 per source."""
     data = _frontmatter(memory)
-    data["hash"] = content_hash(memory)
+    data["hash"] = _hash_of(data, memory)
     parts = ["---\n", _dump_yaml(data), "---\n\n", L1_MARKER, "\n", _escape(memory.l1), "\n"]
     if memory.sources:
         parts += ["\n", L2_MARKER, "\n"]
@@ -296,7 +298,7 @@ def _to_memory(path: str, meta: dict[str, Any], body: str) -> WorkspaceMemory:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors()[:3])
         raise WorkspaceFileError("invalid_field", problems) from exc
-    if not memory.l1.strip():
+    if not memory.l1.strip() and memory.state.tier != "cold":  # a cold stub's text lives in cold storage
         raise WorkspaceFileError("empty_definition", "the body (L1) is empty")
     return memory
 

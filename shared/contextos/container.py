@@ -283,6 +283,6 @@ def workspace():  # -> WorkspaceService
         settings=settings,
         store=memory_store(),
         workspace=WorkspaceStore(database(), settings.decay),
-        embedder=embedder(),
+        embedders=embedder,
         submit_document=lambda tenant, request: ingestion().submit(tenant, request),
     )

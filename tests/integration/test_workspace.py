@@ -341,3 +341,24 @@ def test_archives_are_the_same_bytes_for_an_unchanged_store(configured, tenant, 
     build_rich_store(tenant)
     service = container.workspace()
     assert b"".join(service.archive(tenant, fmt)) == b"".join(service.archive(tenant, fmt))
+
+
+def test_imported_files_keep_their_semantics_pinned_in_context_and_scratch_expiring(configured, tenant):
+    pinned = (
+        b"---\nl0: Region pin\ntype: rule\nalways_load: true\n---\nEvery deployment pins the region to eu-west-1.\n"
+    )
+    scratch = (
+        b"---\nl0: Scratch lunch order\ntype: scratch\nstate:\n  expires_at: '2020-01-01T00:00:00Z'\n---\n"
+        b"Two vegetarian lunches for the workshop.\n"
+    )
+    other = b"---\nl0: Kafka consumer lag\ntype: problem\n---\nLag grows when partitions rebalance.\n"
+    report = import_files(
+        tenant, {"08-rules/pin.md": pinned, "09-scratch/lunch.md": scratch, "03-projects/k.md": other}
+    )
+    assert report.counts == {"created": 3}
+    status, body = call_api("POST", "/v1/context", tenant, {"query": "why does kafka lag grow", "dry_run": True})
+    assert status == 200
+    labels = [m["label"] for m in body["memories"]]
+    assert labels[0] == "Region pin"  # always in context, and rules come first
+    container.lifecycle().run()
+    assert not any("lunch" in p for p in files_of(tenant))  # the scratch memory expired

@@ -28,6 +28,7 @@ from contextos.observability import logger, metrics
 from contextos.parsing import content_hash as bytes_hash
 from contextos.parsing import safe_filename
 from contextos.services.governance import TrustGate
+from contextos.services.ingestion import STALE_PROCESSING_S
 from contextos.store.governance import GovernanceStore
 from contextos.store.repository import MemoryStore
 from contextos.store.workspace import NewItem, NewMemory, WorkspaceStore
@@ -154,10 +155,14 @@ class WorkspaceService:
     settings: Settings
     store: MemoryStore
     workspace: WorkspaceStore
-    embedder: Embedder
+    embedders: Callable[[], Embedder]  # loaded on the first import: an export never needs the model
     submit_document: Callable[[str, DocumentCreate], DocumentAccepted] | None = None
     limits: Limits = field(default_factory=Limits)
     page_size: int = 500
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.embedders()
 
     # -- export ------------------------------------------------------------------------------
     def memories(self, tenant_id: str) -> Iterator[WorkspaceMemory]:
@@ -630,6 +635,9 @@ class WorkspaceService:
             upload_s3_key=key,
         )
         if not created and record.status in ("done", "failed"):
+            return record
+        # A redelivered message racing the first one does no work twice (the same claim as S4's).
+        if self.store.claim_document(tenant_id, record.id, stale_after_s=STALE_PROCESSING_S) is None:
             return record
         report = self.import_files(
             tenant_id,

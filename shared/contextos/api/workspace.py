@@ -43,7 +43,10 @@ class RouterRequest(BaseModel):
 @router.get(
     "/export",
     summary="The memory store as a markdown workspace: a tar.gz (or zip) of one file per memory",
-    responses={200: {"description": "the archive", "content": {"application/gzip": {}, "application/zip": {}}}},
+    responses={
+        200: {"description": "the archive", "content": {"application/gzip": {}, "application/zip": {}}},
+        413: {"description": "the archive is over what one response may carry: use `contextos export`"},
+    },
 )
 def export_workspace(format: Annotated[Literal["tar", "zip"], Query()] = "tar"):  # binary: no return model to serialize
     tenant_id = current_principal(router).tenant_id

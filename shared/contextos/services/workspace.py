@@ -178,7 +178,8 @@ class WorkspaceService:
             yield path, render_file(memory).encode("utf-8")
 
     def archive(self, tenant_id: str, fmt: ArchiveFormat = "tar") -> Iterator[bytes]:
-        """The workspace as a tar.gz (or zip) byte stream, written as the pages arrive."""
+        """The workspace as a tar.gz (or zip) byte stream, written as the pages arrive. A zip keeps
+        one small entry per file for its central directory; a tar keeps nothing."""
         sink = _Sink()
         if fmt == "zip":
             with zipfile.ZipFile(sink, mode="w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -193,6 +194,9 @@ class WorkspaceService:
                     info = tarfile.TarInfo(path)
                     info.size, info.mtime, info.mode = len(data), _EPOCH_MTIME, 0o644
                     archive.addfile(info, io.BytesIO(data))
+                    # TarFile remembers every member it wrote (for reading back); a write-only stream
+                    # needs none of them, and 100k of them would be tens of MB.
+                    archive.members.clear()
                     if chunk := sink.take():
                         yield chunk
         yield sink.take()

@@ -112,3 +112,10 @@ def test_a_cold_stub_has_no_l1_and_still_parses():
     )
     parsed = parse_file("history/x.md", render_file(stub).encode())
     assert parsed is not None and parsed.l1 == "" and render_file(parsed) == render_file(stub)
+
+
+def test_unreadable_frontmatter_without_workspace_keys_is_a_document_not_a_failure():
+    bomb = b"---\na: &a [lol, lol]\nb: [*a, *a]\n---\n# Release checklist\n"
+    assert parse_file("release.md", bomb) is None
+    with pytest.raises(WorkspaceFileError):
+        parse_file("release.md", bomb.replace(b"---\na:", b"---\nl0: x\na:"))

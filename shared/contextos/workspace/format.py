@@ -49,6 +49,8 @@ L2_MARKER = "<!-- L2 -->"
 _MARKER = re.compile(r"^(\\*)<!-- (L1|L2|source \d+) -->$")
 _SOURCE = re.compile(r"^<!-- source (\d+) -->$")
 _SLUG_DROP = re.compile(r"[^\w]+")
+# A top-level key only workspace files have: how a file whose YAML does not parse is told apart.
+_WORKSPACE_KEY = re.compile(r"^(l0|type|id)[ \t]*:", re.MULTILINE)
 _SLUG_MAX = 60
 
 
@@ -250,10 +252,12 @@ def parse_file(path: str, data: bytes, limits: Limits = Limits()) -> WorkspaceMe
         )
     try:
         meta = _load_yaml(fm, limits)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
+        if not _WORKSPACE_KEY.search(fm):
+            return None  # unreadable frontmatter of some other tool: S4 reads the file as text
+        if isinstance(exc, RecursionError):
+            raise WorkspaceFileError("yaml_too_deep", "the frontmatter nests too deeply") from exc
         raise WorkspaceFileError(getattr(exc, "code", "broken_yaml"), _yaml_reason(exc)) from exc
-    except RecursionError as exc:
-        raise WorkspaceFileError("broken_yaml", "the frontmatter nests too deeply") from exc
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):

@@ -274,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
+
+    from contextos.cli_workspace import register as register_workspace
+
+    register_workspace(sub, api_flags, _Target)
     return parser
 
 

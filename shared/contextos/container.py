@@ -115,6 +115,7 @@ def ingestion():  # -> IngestionService
         queue=SqsQueue(aws_client("sqs"), settings.ingest_queue_url),
         extractor=extractor(),
         embedder=embedder(),
+        workspace_upload=lambda tenant, key, name, data: workspace().ingest_upload(tenant, key, name, data),
     )
 
 
@@ -253,6 +254,7 @@ def reset() -> None:
         admission,
         conversations,
         governance,
+        workspace,
     ):
         factory.cache_clear()
     reset_settings()
@@ -269,3 +271,18 @@ def idempotency_store():  # -> PostgresPersistenceLayer
     from contextos.store.idempotency import PostgresPersistenceLayer
 
     return PostgresPersistenceLayer(database)
+
+
+@lru_cache(maxsize=1)
+def workspace():  # -> WorkspaceService
+    from contextos.services.workspace import WorkspaceService
+    from contextos.store.workspace import WorkspaceStore
+
+    settings = get_settings()
+    return WorkspaceService(
+        settings=settings,
+        store=memory_store(),
+        workspace=WorkspaceStore(database(), settings.decay),
+        embedders=embedder,
+        submit_document=lambda tenant, request: ingestion().submit(tenant, request),
+    )

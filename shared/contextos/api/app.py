@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from contextos.api import context, documents, edge, memories, openapi, reminders, reports, review, sessions
+from contextos.api import workspace as workspace_api
 from contextos.config import get_settings
 from contextos.errors import ContextOSError
 from contextos.observability import logger
@@ -52,6 +53,7 @@ def build_app() -> APIGatewayRestResolver:
     app.include_router(reports.router)
     app.include_router(sessions.router)
     app.include_router(review.router)
+    app.include_router(workspace_api.router)
 
     @app.get("/swagger", include_in_schema=False)
     def swagger() -> Response[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote_plus
@@ -36,6 +37,7 @@ from contextos.parsing import content_hash, pack_sections, parse_document, safe_
 from contextos.services.admission import Admission
 from contextos.sources import DocumentSource
 from contextos.store.repository import MemoryStore
+from contextos.workspace.format import has_frontmatter
 
 _TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 MAX_ATTEMPTS = 3
@@ -62,6 +64,9 @@ class IngestionService:
     queue: JobQueue
     extractor: ConceptExtractor
     embedder: Embedder
+    # A frontmatter markdown file is a workspace memory (S10): (tenant, key, name, bytes) → its
+    # document, or None when the file is an ordinary document.
+    workspace_upload: Callable[[str, str, str, bytes], DocumentRecord | None] | None = None
 
     # -- the way in through the API -----------------------------------------------------------
     def submit(self, tenant_id: str, request: DocumentCreate) -> DocumentAccepted:
@@ -144,6 +149,10 @@ class IngestionService:
         except NotFound:
             logger.info("uploaded object is gone; nothing to ingest")
             return None
+        if self.workspace_upload and name.lower().endswith((".md", ".markdown")) and has_frontmatter(data):
+            record = self.workspace_upload(tenant_id, key, name, data)
+            if record is not None:
+                return record
         record, _ = self.store.create_document(
             tenant_id,
             content_hash=content_hash(data),

@@ -1,0 +1,96 @@
+"""/v1/export and /v1/import: the markdown workspace (S10) as an archive, and files back in."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextos import container
+from contextos.api.auth import current_principal
+from contextos.errors import PayloadTooLarge
+from contextos.workspace.model import ImportReport, ImportRequest, SyncReport, WorkspaceFile
+from contextos.workspace.router import RouterTool
+
+router = Router()
+
+# A Lambda response carries at most 6 MB; bigger workspaces stream through `contextos export`.
+MAX_ARCHIVE_BYTES = 5 * 1024 * 1024
+
+
+class RouterFiles(BaseModel):
+    files: list[WorkspaceFile]
+
+
+class SyncRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    files: list[WorkspaceFile] = Field(max_length=20_000)
+    unlock: list[UUID] = Field(default_factory=list, description="protected memories this sync may change")
+
+
+class RouterRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: RouterTool
+    token_budget: int = Field(default=4000, ge=200, le=100_000)
+
+
+@router.get(
+    "/export",
+    summary="The memory store as a markdown workspace: a tar.gz (or zip) of one file per memory",
+    responses={
+        200: {"description": "the archive", "content": {"application/gzip": {}, "application/zip": {}}},
+        413: {"description": "the archive is over what one response may carry: use `contextos export`"},
+    },
+)
+def export_workspace(format: Annotated[Literal["tar", "zip"], Query()] = "tar"):  # binary: no return model to serialize
+    tenant_id = current_principal(router).tenant_id
+    data = bytearray()
+    for chunk in container.workspace().archive(tenant_id, format):
+        data += chunk
+        if len(data) > MAX_ARCHIVE_BYTES:
+            raise PayloadTooLarge(
+                f"the workspace archive is over {MAX_ARCHIVE_BYTES} bytes; use `contextos export DIR` instead"
+            )
+    return Response(
+        status_code=200,
+        content_type="application/zip" if format == "zip" else "application/gzip",
+        body=bytes(data),
+        headers={"Content-Disposition": f'attachment; filename="workspace.{"zip" if format == "zip" else "tar.gz"}"'},
+    )
+
+
+@router.post("/import", summary="Create or update memories from workspace files; a report line per file")
+def import_workspace(body: ImportRequest) -> ImportReport:
+    principal = current_principal(router)
+    return container.workspace().import_files(
+        principal.tenant_id,
+        [(f.path, f.content.encode("utf-8")) for f in body.files],
+        actor=principal.subject,
+        ceiling=principal.provenance_ceiling,
+        unlock=body.unlock,
+        restore=body.restore,
+    )
+
+
+@router.post("/workspace/sync", summary="Sync workspace files both ways: edits in, new and changed memories out")
+def sync_workspace(body: SyncRequest) -> SyncReport:
+    principal = current_principal(router)
+    return container.workspace().sync(
+        principal.tenant_id,
+        [(f.path, f.content.encode("utf-8")) for f in body.files],
+        actor=principal.subject,
+        ceiling=principal.provenance_ceiling,
+        unlock=body.unlock,
+    )
+
+
+@router.post("/workspace/router", summary="A router file (CLAUDE.md, AGENTS.md, .cursorrules) and its MCP config")
+def router_files(body: RouterRequest) -> RouterFiles:
+    tenant_id = current_principal(router).tenant_id
+    return RouterFiles(files=container.workspace().router(tenant_id, body.tool, token_budget=body.token_budget))

@@ -1,0 +1,159 @@
+"""``contextos export | import | workspace sync``: the markdown workspace (S10) from the command line.
+
+Each verb talks to the API (the running local stack, an in-process one, or ``--api``), as every
+other verb does; archives and files stay on disk as they stream."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import tarfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+IMPORT_CHUNK = 200  # files per request: well under the API's body limit for ordinary memories
+
+
+def _workspace_files(directory: Path) -> list[dict[str, str]]:
+    files = []
+    for path in sorted(directory.rglob("*.md")):
+        if any(part.startswith(".") for part in path.relative_to(directory).parts):
+            continue
+        files.append(
+            {"path": path.relative_to(directory).as_posix(), "content": path.read_bytes().decode("utf-8", "replace")}
+        )
+    return files
+
+
+def _safe_target(directory: Path, relative: str) -> Path:
+    target = (directory / relative).resolve()
+    if not target.is_relative_to(directory.resolve()):
+        raise SystemExit(f"refusing to write outside the workspace: {relative}")
+    return target
+
+
+def cmd_export(args: argparse.Namespace, target_of: Callable[[argparse.Namespace], Any]) -> int:
+    directory = Path(args.dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = target_of(args)
+    try:
+        if args.router:
+            status, body = target.client.call(
+                "POST", "/v1/workspace/router", {"tool": args.router, "token_budget": args.budget}
+            )
+            if status >= 400:
+                print(json.dumps(body, indent=2), file=sys.stderr)
+                return 1
+            for f in body["files"]:
+                out = _safe_target(directory, f["path"])
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(f["content"], encoding="utf-8")
+                print(out)
+            return 0
+        client = target.client
+        request = urllib.request.Request(
+            client.url + "/v1/export?format=tar", headers={"Authorization": f"Bearer {client.key}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=600) as response:
+                data = response.read()
+        except urllib.error.HTTPError as exc:
+            print(exc.read().decode("utf-8", "replace"), file=sys.stderr)
+            return 1
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            members = archive.getmembers()
+            archive.extractall(directory, filter="data")
+        print(f"{len(members)} files in {directory}", file=sys.stderr)
+        return 0
+    finally:
+        target.close()
+
+
+def cmd_import(args: argparse.Namespace, target_of: Callable[[argparse.Namespace], Any]) -> int:
+    files = _workspace_files(Path(args.dir))
+    target = target_of(args)
+    failed = 0
+    counts: dict[str, int] = {}
+    try:
+        for start in range(0, len(files), IMPORT_CHUNK):
+            status, body = target.client.call(
+                "POST",
+                "/v1/import",
+                {"files": files[start : start + IMPORT_CHUNK], "unlock": args.unlock or [], "restore": args.restore},
+            )
+            if status >= 400:
+                print(json.dumps(body, indent=2), file=sys.stderr)
+                return 1
+            for line in body["files"]:
+                counts[line["status"]] = counts.get(line["status"], 0) + 1
+                if line["status"] in ("failed", "conflict", "refused", "held"):
+                    failed += line["status"] != "held"
+                    print(
+                        f"{line['status']}: {line['path']}: {line.get('code')}: {line.get('reason')}", file=sys.stderr
+                    )
+            print(f"\r  {min(start + IMPORT_CHUNK, len(files))}/{len(files)} files", end="", file=sys.stderr)
+        print(file=sys.stderr)
+        print(json.dumps(counts))
+        return 1 if failed else 0
+    finally:
+        target.close()
+
+
+def cmd_sync(args: argparse.Namespace, target_of: Callable[[argparse.Namespace], Any]) -> int:
+    directory = Path(args.dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = target_of(args)
+    try:
+        status, body = target.client.call(
+            "POST", "/v1/workspace/sync", {"files": _workspace_files(directory), "unlock": args.unlock or []}
+        )
+    finally:
+        target.close()
+    if status >= 400:
+        print(json.dumps(body, indent=2), file=sys.stderr)
+        return 1
+    for f in body["write"]:
+        out = _safe_target(directory, f["path"])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(f["content"].encode("utf-8"))
+    for path in body["remove"]:
+        _safe_target(directory, path).unlink(missing_ok=True)
+    for line in body["files"]:
+        if line["status"] in ("failed", "conflict", "refused", "held"):
+            print(f"{line['status']}: {line['path']}: {line.get('code')}: {line.get('reason')}", file=sys.stderr)
+    print(json.dumps(body["counts"] | {"written": len(body["write"]), "removed": len(body["remove"])}))
+    return 1 if any(line["status"] in ("failed", "conflict", "refused") for line in body["files"]) else 0
+
+
+def register(
+    sub: Any, api_flags: Callable[[argparse.ArgumentParser], None], target_of: Callable[[argparse.Namespace], Any]
+) -> None:
+    """Add the workspace verbs to the ``contextos`` parser."""
+    export = sub.add_parser("export", help="write the memory store as a markdown workspace (or a router file)")
+    export.add_argument("dir")
+    export.add_argument(
+        "--router", choices=["claude", "agents", "cursor"], help="write CLAUDE.md / AGENTS.md / .cursorrules"
+    )
+    export.add_argument("--budget", type=int, default=4000, help="token budget of the router file")
+    api_flags(export)
+    export.set_defaults(func=lambda a: cmd_export(a, target_of))
+
+    imp = sub.add_parser("import", help="create or update memories from a workspace folder")
+    imp.add_argument("dir")
+    imp.add_argument("--unlock", action="append", help="a protected memory id this import may change (repeatable)")
+    imp.add_argument("--restore", action="store_true", help="keep ids another tenant holds (copy a workspace)")
+    api_flags(imp)
+    imp.set_defaults(func=lambda a: cmd_import(a, target_of))
+
+    workspace = sub.add_parser("workspace", help="the markdown workspace")
+    workspace_sub = workspace.add_subparsers(dest="action", required=True)
+    sync = workspace_sub.add_parser("sync", help="edits in, new and changed memories out; conflicts reported")
+    sync.add_argument("dir")
+    sync.add_argument("--unlock", action="append", help="a protected memory id this sync may change (repeatable)")
+    api_flags(sync)
+    sync.set_defaults(func=lambda a: cmd_sync(a, target_of))

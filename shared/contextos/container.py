@@ -127,9 +127,17 @@ def keys():  # -> KeyService
 
 @lru_cache(maxsize=1)
 def memories():  # -> MemoryService
+    from contextos.adapters import S3BlobStore
     from contextos.services.memories import MemoryService
 
-    return MemoryService(store=memory_store(), decay=get_settings().decay)
+    settings = get_settings()
+    return MemoryService(
+        store=memory_store(),
+        decay=settings.decay,
+        settings=settings,
+        embedder_factory=embedder,
+        blobs=S3BlobStore(aws_client("s3")),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -253,6 +261,7 @@ def reset() -> None:
         admission,
         conversations,
         governance,
+        uploads,
     ):
         factory.cache_clear()
     reset_settings()
@@ -269,3 +278,11 @@ def idempotency_store():  # -> PostgresPersistenceLayer
     from contextos.store.idempotency import PostgresPersistenceLayer
 
     return PostgresPersistenceLayer(database)
+
+
+@lru_cache(maxsize=1)
+def uploads():  # -> UploadService
+    from contextos.adapters import S3BlobStore
+    from contextos.services.uploads import UploadService
+
+    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")))

@@ -9,6 +9,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contextos.scopes import ScopeFilter
+
 
 class MemoryType(StrEnum):
     problem = "problem"
@@ -161,6 +163,16 @@ class ScoreBreakdown(BaseModel):
     trust: float = 0.0  # composite trust at read time (S7); reported, and a filter with min_trust
 
 
+class PriorVersion(BaseModel):
+    """A version a memory superseded (directly or down the chain), newest first."""
+
+    id: UUID
+    label: str
+    definition: str
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
 class ScoredMemory(BaseModel):
     id: UUID
     label: str
@@ -173,6 +185,7 @@ class ScoredMemory(BaseModel):
     excerpts: list[str] = Field(default_factory=list)  # L2: what the sources said
     always_load: bool = False
     score: ScoreBreakdown
+    history: list[PriorVersion] = Field(default_factory=list)  # with include_history: what it superseded
 
 
 class Reactivation(BaseModel):
@@ -249,6 +262,8 @@ class ContextRequest(BaseModel):
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
     min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
+    scope: ScopeFilter | None = Field(default=None, description="Only memories of this user/agent/run, tags, metadata.")
+    include_history: bool = Field(default=False, description="Show each memory's superseded versions (S6).")
 
 
 class SearchRequest(BaseModel):
@@ -263,6 +278,8 @@ class SearchRequest(BaseModel):
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
     min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
+    scope: ScopeFilter | None = Field(default=None, description="Only memories of this user/agent/run, tags, metadata.")
+    include_history: bool = Field(default=False, description="Show each memory's superseded versions (S6).")
 
 
 class SearchResult(BaseModel):

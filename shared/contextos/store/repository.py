@@ -794,7 +794,7 @@ class MemoryStore:
             return conn.execute(
                 """SELECT DISTINCT m.id, m.label, m.type, m.importance, m.state
                    FROM memory_items i JOIN memories m ON m.tenant_id = i.tenant_id AND m.id = i.memory_id
-                   WHERE i.tenant_id = %s AND i.document_id = %s ORDER BY m.label""",
+                   WHERE i.tenant_id = %s AND i.document_id = %s AND m.forgotten_at IS NULL ORDER BY m.label""",
                 [tenant_id, document_id],
             ).fetchall()
 

@@ -1,0 +1,132 @@
+"""The read path's three queries restricted to a scope inside the tenant (S11: user, agent, run,
+tags, metadata). Same shapes as the store's present reads, so retrieval swaps one for the other,
+as it does for history.
+
+Precision first: every candidate passes the scope predicate in the candidate pool (the one
+statement all results come through), whatever the searches returned. Recall second:
+
+- vector: a small scope (at most ``exact_scan_max_rows`` rows, counted through the scope's own
+  index) is scanned exactly — its rows found through that index, their distances sorted, the ANN
+  index kept out by ordering on an expression it does not serve; a large one asks the ANN index
+  for a breadth widened by how much of the tenant the scope is, filters, and falls back to the
+  exact scan when that comes up short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
+- text: the tenant-wide phrase search asked for more rows, then filtered to the scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextos.scopes import ScopeFilter
+from contextos.store.history import PoolRequest, candidate_pool_sql, live_now
+from contextos.store.repository import MemoryStore
+from contextos.store.scopes import scope_params, scope_predicate
+from pgvector import Vector
+
+MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
+TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
+
+
+@dataclass
+class ScopedReads:
+    store: MemoryStore
+    scope: ScopeFilter
+
+    def live(self, alias: str) -> str:
+        """ "In the hot, current store, and in scope" on a memories alias."""
+        return f"({live_now(alias)} AND {scope_predicate(alias, self.scope)})"
+
+    def _params(self, tenant_id: str) -> dict:
+        return {"tenant": tenant_id} | scope_params(self.scope)
+
+    def scope_size(self, tenant_id: str, cap: int) -> int:
+        """The scope's live memories, counted up to ``cap + 1`` (enough to choose a plan)."""
+        rows = self.store.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT count(*) AS n FROM (
+                        SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.live("m")}
+                        LIMIT %(cap)s) s""",
+                self._params(tenant_id) | {"cap": cap + 1},
+            ),
+        )
+        return int(rows[0]["n"]) if rows else 0
+
+    def vector_search(
+        self,
+        tenant_id: str,
+        embedding: Sequence[float],
+        *,
+        k: int,
+        ef_search: int,
+        exact_scan_max_rows: int = 20_000,
+        scope_cache_s: float = 0.0,
+    ) -> list[dict]:
+        params = self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k}
+        size = self.scope_size(tenant_id, exact_scan_max_rows)
+        db = self.store.db
+        exact = f"""SELECT m.id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim
+                    FROM memories m
+                    JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                    WHERE m.tenant_id = %(tenant)s AND {self.live("m")} AND v.searchable
+                    ORDER BY (v.embedding <=> %(q)s) + 0.0, m.id
+                    LIMIT %(k)s"""
+        if size <= exact_scan_max_rows or db.dialect.name != "postgres":
+            return db.tenant_read(tenant_id, (exact, params))
+        hot = max(self.store._scope_size(tenant_id, scope_cache_s), size)
+        breadth = min(MAX_BREADTH, max(ef_search, k) * max(1, round(2 * hot / size)))
+        ann = f"""SELECT id, vector_sim FROM (
+                      SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance
+                      FROM (
+                          (SELECT v.memory_id, v.embedding <=> %(q)s AS distance FROM memory_vectors v
+                           WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                           ORDER BY v.embedding <=> %(q)s LIMIT %(breadth)s)
+                          UNION ALL
+                          (SELECT v.memory_id, v.embedding <=> %(q)s FROM memory_vectors v
+                           WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
+                           ORDER BY (v.embedding <=> %(q)s) + 0.0 LIMIT %(breadth)s)
+                      ) near
+                      JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id
+                      WHERE {self.live("m")}
+                  ) hits
+                  ORDER BY distance, id
+                  LIMIT %(k)s"""
+        rows = db.tenant_read(
+            tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
+        )
+        if len(rows) < k:
+            rows = db.tenant_read(tenant_id, (exact, params))
+        return rows
+
+    def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
+        hits = self.store.text_search(tenant_id, phrases, k=k * TEXT_WIDENING, cap=cap)
+        if not hits:
+            return []
+        ids = sorted({h["id"] for h in hits})
+        rows = self.store.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT m.id FROM memories m
+                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s) AND {self.live("m")}""",
+                self._params(tenant_id) | {"ids": ids},
+            ),
+        )
+        keep = {r["id"] for r in rows}
+        out: list[dict] = []
+        per_phrase: dict[int, int] = {}
+        for hit in hits:  # already best first within each phrase
+            n = per_phrase.get(hit["phrase_no"], 0)
+            if hit["id"] in keep and n < k:
+                per_phrase[hit["phrase_no"]] = n + 1
+                out.append(hit)
+        return out
+
+    def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
+        return self.store.db.tenant_read(
+            tenant_id,
+            (
+                candidate_pool_sql(self.live, as_of=False, hops=request.hops),
+                request.params(tenant_id, query_vector) | scope_params(self.scope),
+            ),
+        )

@@ -1,0 +1,60 @@
+"""A `ScopeFilter` as SQL: one predicate on a memories alias, with named parameters.
+
+The one owner of what "in scope" means: the list, the scoped read path and the graph all ask here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextos.scopes import Scope, ScopeFilter
+from psycopg.types.json import Jsonb
+
+
+def scope_predicate(alias: str, scope: ScopeFilter | None) -> str:
+    """``TRUE`` or the conjunction of the filter's fields on ``alias`` (parameters from `scope_params`)."""
+    if scope is None or scope.empty:
+        return "TRUE"
+    parts = [
+        f"{alias}.{field} = %(scope_{field})s" for field in ("user_id", "agent_id", "run_id") if getattr(scope, field)
+    ]
+    if scope.tags:
+        parts.append(f"{alias}.tags @> %(scope_tags)s::text[]")
+    if scope.metadata:
+        parts.append(f"{alias}.metadata @> %(scope_metadata)s")
+    return "(" + " AND ".join(parts) + ")"
+
+
+def scope_params(scope: ScopeFilter | None) -> dict[str, Any]:
+    if scope is None:
+        return {}
+    return {
+        "scope_user_id": scope.user_id,
+        "scope_agent_id": scope.agent_id,
+        "scope_run_id": scope.run_id,
+        "scope_tags": list(scope.tags),
+        "scope_metadata": Jsonb(dict(scope.metadata)),
+    }
+
+
+def apply_scope(conn: Any, tenant_id: str, memory_ids: list, scope: Scope) -> None:
+    """Give memories a write's scope: its user, agent and run where they have none yet, its tags
+    added and its metadata merged over theirs."""
+    if not memory_ids or scope.empty:
+        return
+    conn.execute(
+        """UPDATE memories SET user_id = COALESCE(user_id, %(user)s), agent_id = COALESCE(agent_id, %(agent)s),
+                  run_id = COALESCE(run_id, %(run)s),
+                  tags = ARRAY(SELECT DISTINCT unnest(tags || %(tags)s::text[])),
+                  metadata = metadata || %(metadata)s
+           WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s)""",
+        {
+            "user": scope.user_id,
+            "agent": scope.agent_id,
+            "run": scope.run_id,
+            "tags": list(scope.tags),
+            "metadata": Jsonb(dict(scope.metadata)),
+            "tenant": tenant_id,
+            "ids": list(memory_ids),
+        },
+    )

@@ -14,6 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from contextos.cli_verbs import cmd_keys_list, cmd_keys_revoke, register, register_keys
+
 
 class ApiClient:
     """A small JSON client for a ContextOS API: the local stack or a deployed one."""
@@ -182,6 +184,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from contextos import container
     from contextos.models import Provenance
 
+    if args.action == "list":
+        return cmd_keys_list(args)
+    if not (args.tenant and args.name):
+        print("keys create/revoke need --tenant and --name", file=sys.stderr)
+        return 2
+    if args.action == "revoke":
+        return cmd_keys_revoke(args)
+
     key = container.keys().create(
         args.tenant, args.name, principal=args.principal, provenance_ceiling=Provenance(args.ceiling)
     )
@@ -231,8 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
     dev.set_defaults(func=cmd_dev)
 
     def api_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--api", help="API base URL (default: the running `contextos dev`, else an in-process stack)")
-        p.add_argument("--key", help="API key (default: the local stack's dev key)")
+        p.add_argument(
+            "--api",
+            "--api-url",
+            dest="api",
+            help="API base URL (default: the running `contextos dev`, else in-process)",
+        )
+        p.add_argument("--key", "--api-key", dest="key", help="API key (default: the local stack's dev key)")
 
     ingest = sub.add_parser("ingest", help="ingest a file and wait for its memories")
     ingest.add_argument("file")
@@ -259,9 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     api_flags(report)
     report.set_defaults(func=cmd_report)
 
-    keys = sub.add_parser("keys", help="create an API key")
-    keys.add_argument("--tenant", required=True)
-    keys.add_argument("--name", required=True)
+    keys = sub.add_parser("keys", help="create (default), list or revoke API keys")
+    register_keys(keys)
+    keys.add_argument("--tenant", help="the key's tenant (create, revoke; list: only this tenant)")
+    keys.add_argument("--name", help="the key's name (create, revoke)")
     keys.add_argument("--principal", choices=["agent", "user"], default="agent")
     keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
     keys.set_defaults(func=cmd_keys)
@@ -274,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
+
+    register(sub, api_flags)
     return parser
 
 

@@ -22,8 +22,10 @@ from contextos.scopes import ScopeFilter
 from contextos.store.history import PoolRequest, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import scope_params, scope_predicate
+from contextos.store.text_search import phrases_call
 from pgvector import Vector
 
+SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
 TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
 
@@ -40,19 +42,6 @@ class ScopedReads:
     def _params(self, tenant_id: str) -> dict:
         return {"tenant": tenant_id} | scope_params(self.scope)
 
-    def scope_size(self, tenant_id: str, cap: int) -> int:
-        """The scope's live memories, counted up to ``cap + 1`` (enough to choose a plan)."""
-        rows = self.store.db.tenant_read(
-            tenant_id,
-            (
-                f"""SELECT count(*) AS n FROM (
-                        SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.live("m")}
-                        LIMIT %(cap)s) s""",
-                self._params(tenant_id) | {"cap": cap + 1},
-            ),
-        )
-        return int(rows[0]["n"]) if rows else 0
-
     def vector_search(
         self,
         tenant_id: str,
@@ -63,17 +52,24 @@ class ScopedReads:
         exact_scan_max_rows: int = 20_000,
         scope_cache_s: float = 0.0,
     ) -> list[dict]:
-        params = self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k}
-        size = self.scope_size(tenant_id, exact_scan_max_rows)
         db = self.store.db
-        exact = f"""SELECT m.id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim
-                    FROM memories m
-                    JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND {self.live("m")} AND v.searchable
-                    ORDER BY (v.embedding <=> %(q)s) + 0.0, m.id
+        cap = min(exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
+        params = self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k, "cap": cap}
+        # One round trip for a small scope: its ids (at most cap + 1, through the scope's index), their
+        # exact distances, and how many there were; more than cap means the scope is large.
+        exact = f"""WITH scoped AS MATERIALIZED (
+                        SELECT m.id FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.live("m")}
+                        LIMIT %(cap)s + 1)
+                    SELECT v.memory_id AS id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim,
+                           (SELECT count(*) FROM scoped) AS scope_rows
+                    FROM scoped
+                    JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = scoped.id AND v.searchable
+                    ORDER BY (v.embedding <=> %(q)s) + 0.0, v.memory_id
                     LIMIT %(k)s"""
-        if size <= exact_scan_max_rows or db.dialect.name != "postgres":
-            return db.tenant_read(tenant_id, (exact, params))
+        rows = db.tenant_read(tenant_id, (exact, params))
+        if not rows or int(rows[0]["scope_rows"]) <= cap or db.dialect.name != "postgres":
+            return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
+        size = int(rows[0]["scope_rows"])
         hot = max(self.store._scope_size(tenant_id, scope_cache_s), size)
         breadth = min(MAX_BREADTH, max(ef_search, k) * max(1, round(2 * hot / size)))
         ann = f"""SELECT id, vector_sim FROM (
@@ -92,35 +88,49 @@ class ScopedReads:
                   ) hits
                   ORDER BY distance, id
                   LIMIT %(k)s"""
-        rows = db.tenant_read(
+        found = db.tenant_read(
             tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
         )
-        if len(rows) < k:
-            rows = db.tenant_read(tenant_id, (exact, params))
-        return rows
+        if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
+            whole = exact.replace("LIMIT %(cap)s + 1", "")
+            found = [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in db.tenant_read(tenant_id, (whole, params))]
+        return found
 
     def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
-        hits = self.store.text_search(tenant_id, phrases, k=k * TEXT_WIDENING, cap=cap)
+        if not phrases:
+            return []
+        if self.store.db.dialect.name != "postgres":
+            return self._filtered(
+                tenant_id, self.store.text_search(tenant_id, phrases, k=k * TEXT_WIDENING, cap=cap), k
+            )
+        _, (texts, terms, numbers, *_) = phrases_call(phrases, k=k * TEXT_WIDENING, cap=cap)
+        # The tenant-wide phrase search, widened, and the scope filter on its rows: one statement.
+        hits = self.store.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT t.phrase_no, t.id, t.rank, t.label_match
+                    FROM contextos_text_search_phrases(%(texts)s, %(terms)s, %(numbers)s, %(k)s, %(cap)s, NULL) t
+                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = t.id
+                    WHERE {self.live("m")}""",
+                self._params(tenant_id)
+                | {"texts": texts, "terms": terms, "numbers": numbers, "k": k * TEXT_WIDENING, "cap": cap},
+            ),
+        )
+        return _top_per_phrase(hits, k)
+
+    def _filtered(self, tenant_id: str, hits: list[dict], k: int) -> list[dict]:
         if not hits:
             return []
-        ids = sorted({h["id"] for h in hits})
         rows = self.store.db.tenant_read(
             tenant_id,
             (
                 f"""SELECT m.id FROM memories m
                     WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s) AND {self.live("m")}""",
-                self._params(tenant_id) | {"ids": ids},
+                self._params(tenant_id) | {"ids": sorted({h["id"] for h in hits})},
             ),
         )
         keep = {r["id"] for r in rows}
-        out: list[dict] = []
-        per_phrase: dict[int, int] = {}
-        for hit in hits:  # already best first within each phrase
-            n = per_phrase.get(hit["phrase_no"], 0)
-            if hit["id"] in keep and n < k:
-                per_phrase[hit["phrase_no"]] = n + 1
-                out.append(hit)
-        return out
+        return _top_per_phrase([h for h in hits if h["id"] in keep], k)
 
     def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
         return self.store.db.tenant_read(
@@ -130,3 +140,15 @@ class ScopedReads:
                 request.params(tenant_id, query_vector) | scope_params(self.scope),
             ),
         )
+
+
+def _top_per_phrase(hits: list[dict], k: int) -> list[dict]:
+    """At most k per phrase, in the search's own order (best first within each phrase)."""
+    out: list[dict] = []
+    per_phrase: dict[int, int] = {}
+    for hit in hits:
+        n = per_phrase.get(hit["phrase_no"], 0)
+        if n < k:
+            per_phrase[hit["phrase_no"]] = n + 1
+            out.append(hit)
+    return out

@@ -238,6 +238,10 @@ class DocumentCreate(BaseModel):
     content_type: str | None = Field(default=None, max_length=255)
     provenance: Provenance = Provenance.user_upload
     metadata: dict[str, Any] = Field(default_factory=dict)
+    user_id: str | None = Field(default=None, min_length=1, max_length=200, description="Its memories belong to.")
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200)
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    tags: list[str] = Field(default_factory=list, max_length=50)
 
 
 class DocumentAccepted(BaseModel):

@@ -309,3 +309,20 @@ def test_documents_are_listed_by_status_with_a_cursor(configured, tenant):
 @pytest.mark.parametrize("path", ["/v1/memories/not-a-uuid", "/v1/documents/not-a-uuid"])
 def test_bad_ids_are_a_4xx(configured, tenant, path):
     assert call_api("DELETE", path, tenant)[0] == 422
+
+
+def test_a_scoped_documents_memories_carry_its_user(configured, tenant, sqs, local_aws, drain_ingest_queue):
+    from tests.helpers import run_queue
+    from tests.integration.test_ingest_pipeline import RUNBOOK
+
+    status, accepted = call_api(
+        "POST", "/v1/documents", tenant, {"text": RUNBOOK, "filename": "runbook.md", "user_id": "ana", "tags": ["ops"]}
+    )
+    assert status == 202, accepted
+    assert run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn) == 1
+    mine = listed(tenant, user_id="ana")
+    assert mine and all(m["user_id"] == "ana" and "ops" in m["tags"] for m in mine)
+    assert context_ids(tenant, "how do we roll back a deployment?", scope={"user_id": "bo"}) == set()
+    assert context_ids(tenant, "how do we roll back a deployment?", scope={"user_id": "ana"})
+    status, page = call_api("GET", "/v1/documents", tenant, query={"user_id": "ana"})
+    assert [d["id"] for d in page["documents"]] == [accepted["id"]] and page["documents"][0]["tags"] == ["ops"]

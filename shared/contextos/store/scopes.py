@@ -58,3 +58,30 @@ def apply_scope(conn: Any, tenant_id: str, memory_ids: list, scope: Scope) -> No
             "ids": list(memory_ids),
         },
     )
+
+
+def set_document_scope(conn: Any, tenant_id: str, document_id: Any, scope: Scope) -> None:
+    """A document's own scope, as its write gave it."""
+    if scope.empty:
+        return
+    conn.execute(
+        """UPDATE documents SET user_id = %s, agent_id = %s, run_id = %s, tags = %s::text[]
+           WHERE tenant_id = %s AND id = %s""",
+        [scope.user_id, scope.agent_id, scope.run_id, list(scope.tags), tenant_id, document_id],
+    )
+
+
+def inherit_document_scope(conn: Any, tenant_id: str, document_id: Any) -> None:
+    """The memories a scoped document taught take its user, agent, run (where they have none) and
+    tags: one statement, nothing for an unscoped document."""
+    conn.execute(
+        """UPDATE memories m SET user_id = COALESCE(m.user_id, d.user_id), agent_id = COALESCE(m.agent_id, d.agent_id),
+                  run_id = COALESCE(m.run_id, d.run_id), tags = ARRAY(SELECT DISTINCT unnest(m.tags || d.tags))
+           FROM documents d
+           WHERE d.tenant_id = %(tenant)s AND d.id = %(doc)s
+             AND (d.user_id IS NOT NULL OR d.agent_id IS NOT NULL OR d.run_id IS NOT NULL OR d.tags <> '{}')
+             AND m.tenant_id = d.tenant_id
+             AND m.id IN (SELECT i.memory_id FROM memory_items i
+                          WHERE i.tenant_id = d.tenant_id AND i.document_id = d.id)""",
+        {"tenant": tenant_id, "doc": document_id},
+    )

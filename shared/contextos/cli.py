@@ -80,6 +80,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         moto_port=args.moto_port,
         lifecycle_every_s=args.lifecycle_every,
         sweep_every_s=args.sweep_every,
+        mcp_port=None if args.mcp_port < 0 else args.mcp_port,
     ).start()
     state = stack.state()
     print(f"ContextOS local stack on {state['api_url']}  (API key: {state['api_key']}, tenant: {state['tenant']})")
@@ -87,6 +88,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         f"moto S3/SQS at {state['aws_endpoint']}; drop files into s3://{state['upload_bucket']}/"
         f"{state['upload_prefix']}{state['tenant']}/"
     )
+    if "mcp_url" in state:
+        print(f"MCP (streamable HTTP) at {state['mcp_url']} with the same API key")
     print("Ctrl-C to stop.", flush=True)
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
@@ -234,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev = sub.add_parser("dev", help="run the local stack (embedded PostgreSQL, moto, API, pollers)")
     dev.add_argument("--port", type=int, default=8787)
     dev.add_argument("--moto-port", type=int, default=0)
+    dev.add_argument("--mcp-port", type=int, default=8788, help="MCP streamable HTTP port (-1: off)")
     dev.add_argument("--lifecycle-every", type=float, default=4 * 3600, help="seconds between lifecycle scans")
     dev.add_argument(
         "--sweep-every", type=float, default=None, help="seconds between session sweeps (default: 300, as deployed)"

@@ -13,6 +13,7 @@ from contextos import container
 from contextos.config import get_settings, reset_settings
 from contextos.local.aws import LocalAws, start_local_aws
 from contextos.local.bridge import ApiBridge
+from contextos.local.mcp_http import McpHttp
 from contextos.local.workers import QueuePoller, Scheduler
 from contextos.models import Provenance
 from contextos.observability import logger
@@ -34,6 +35,8 @@ class LocalStack:
     visibility_timeout_s: int = 30
     aws: LocalAws | None = None
     bridge: ApiBridge | None = None
+    mcp_port: int | None = None  # the MCP streamable HTTP app at http://127.0.0.1:<port>/mcp (None: off)
+    mcp: McpHttp | None = None
     workers: list = field(default_factory=list)
 
     def start(self) -> LocalStack:
@@ -57,6 +60,8 @@ class LocalStack:
             DEV_TENANT, "local-dev", principal="user", provenance_ceiling=Provenance.user_turn, key=DEV_API_KEY
         )
         self.bridge = ApiBridge(port=self.api_port).start()
+        if self.mcp_port is not None:
+            self.mcp = McpHttp(port=self.mcp_port).start()
         sqs = container.aws_client("sqs")
         self.workers = [
             QueuePoller(sqs, self.aws.ingest_queue_url, self.aws.ingest_queue_arn, "ingest", wait_s=self.poll_wait_s),
@@ -96,7 +101,7 @@ class LocalStack:
             "upload_bucket": self.aws.upload_bucket,
             "upload_prefix": get_settings().upload_prefix,
             "pid": os.getpid(),
-        }
+        } | ({"mcp_url": self.mcp.url} if self.mcp else {})
 
     def _write_state(self) -> None:
         path = state_file()
@@ -110,6 +115,8 @@ class LocalStack:
             worker.join(timeout=5)
         if self.bridge:
             self.bridge.stop()
+        if self.mcp:
+            self.mcp.stop()
         if self.aws:
             self.aws.stop()
         path = state_file()

@@ -326,3 +326,27 @@ def test_a_scoped_documents_memories_carry_its_user(configured, tenant, sqs, loc
     assert context_ids(tenant, "how do we roll back a deployment?", scope={"user_id": "ana"})
     status, page = call_api("GET", "/v1/documents", tenant, query={"user_id": "ana"})
     assert [d["id"] for d in page["documents"]] == [accepted["id"]] and page["documents"][0]["tags"] == ["ops"]
+
+
+def test_a_scoped_sessions_memories_carry_its_user(configured, tenant, sqs, local_aws):
+    from contextos.conversations import FlushJob
+
+    from tests.integration.test_conversations import PREFERENCE_CHAT
+
+    first, *rest = PREFERENCE_CHAT
+    status, _ = call_api(
+        "POST", "/v1/sessions/ana-chat/messages", tenant, {"role": first[0], "content": first[1], "user_id": "ana"}
+    )
+    assert status == 201
+    for role, content in rest:
+        assert call_api("POST", "/v1/sessions/ana-chat/messages", tenant, {"role": role, "content": content})[0] == 201
+    container.conversations().end(tenant, "ana-chat")
+    with container.database().tenant_tx(tenant) as conn:
+        session = conn.execute("SELECT user_id FROM sessions WHERE id = 'ana-chat'").fetchone()
+        flush = conn.execute("SELECT message_from, message_to FROM conversation_flushes").fetchone()
+    assert session["user_id"] == "ana"
+    job = FlushJob(tenant_id=tenant, session_id="ana-chat", **flush)
+    container.conversations().process(job)
+    memories = listed(tenant)
+    assert memories and {m["user_id"] for m in memories} == {"ana"}
+    assert listed(tenant, user_id="bo") == []

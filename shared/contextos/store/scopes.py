@@ -85,3 +85,30 @@ def inherit_document_scope(conn: Any, tenant_id: str, document_id: Any) -> None:
                           WHERE i.tenant_id = d.tenant_id AND i.document_id = d.id)""",
         {"tenant": tenant_id, "doc": document_id},
     )
+
+
+def set_session_scope(conn: Any, tenant_id: str, session_id: str, scope: Scope) -> None:
+    """A session takes the scope its first scoped turn gives (later turns do not move it)."""
+    if scope.empty:
+        return
+    conn.execute(
+        """UPDATE sessions SET user_id = COALESCE(user_id, %s), agent_id = COALESCE(agent_id, %s),
+                  run_id = COALESCE(run_id, %s), tags = ARRAY(SELECT DISTINCT unnest(tags || %s::text[]))
+           WHERE tenant_id = %s AND id = %s""",
+        [scope.user_id, scope.agent_id, scope.run_id, list(scope.tags), tenant_id, session_id],
+    )
+
+
+def inherit_session_scope(conn: Any, tenant_id: str, session_id: str) -> None:
+    """The memories a scoped session taught take its user, agent, run (where they have none) and tags."""
+    conn.execute(
+        """UPDATE memories m SET user_id = COALESCE(m.user_id, s.user_id), agent_id = COALESCE(m.agent_id, s.agent_id),
+                  run_id = COALESCE(m.run_id, s.run_id), tags = ARRAY(SELECT DISTINCT unnest(m.tags || s.tags))
+           FROM sessions s
+           WHERE s.tenant_id = %(tenant)s AND s.id = %(session)s
+             AND (s.user_id IS NOT NULL OR s.agent_id IS NOT NULL OR s.run_id IS NOT NULL OR s.tags <> '{}')
+             AND m.tenant_id = s.tenant_id
+             AND m.id IN (SELECT i.memory_id FROM memory_items i
+                          WHERE i.tenant_id = s.tenant_id AND i.session_id = s.id)""",
+        {"tenant": tenant_id, "session": session_id},
+    )

@@ -334,6 +334,14 @@ class MemoryDetail(BaseModel):
     recorded_at: datetime | None = None
     superseded_at: datetime | None = None
     superseded_by: UUID | None = None
+    always_load: bool = False
+    protected: bool = False
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    version: int = 1
 
 
 class MemorySummary(BaseModel):

@@ -76,6 +76,7 @@ def test_an_edit_re_embeds_keeps_the_replaced_version_and_is_audited(configured,
     assert set(edited["changed"]) == {"definition", "importance", "tags"}
     status, detail = call_api("GET", f"/v1/memories/{memory_id}", tenant)
     assert detail["definition"].startswith("Deploys happen on Thursday") and detail["importance"] == 8
+    assert detail["tags"] == ["ops"] and detail["version"] == 2 and detail["protected"] is False
     with container.database().tenant_tx(tenant) as conn:
         revision = conn.execute("SELECT version, definition FROM memory_revisions WHERE memory_id = %s", [memory_id])
         revision = revision.fetchall()

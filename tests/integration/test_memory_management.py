@@ -351,3 +351,20 @@ def test_a_scoped_sessions_memories_carry_its_user(configured, tenant, sqs, loca
     memories = listed(tenant)
     assert memories and {m["user_id"] for m in memories} == {"ana"}
     assert listed(tenant, user_id="bo") == []
+
+
+def test_a_scope_too_large_for_the_exact_pass_goes_through_the_widened_ann(
+    configured, tenant, local_embedder, monkeypatch
+):
+    from contextos.store import scoped_reads
+
+    monkeypatch.setattr(scoped_reads, "SCOPED_EXACT_MAX_ROWS", 5)
+    store = container.memory_store()
+    specs = [(f"Topic {n}", f"Note {n} about deployment pipelines and release trains.", "fact") for n in range(40)]
+    ids = store.add_memories(tenant, candidates(local_embedder, specs), embedder_id="local")
+    store.settle_vectors(tenant, limit=20)  # half in the ANN index, half in the fresh segment
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE memories SET user_id = 'big' WHERE id = ANY(%s)", [ids[::2]])
+    for _ in range(2):  # the second query knows the scope is large and skips the exact pass
+        found = search_ids(tenant, "deployment pipelines release trains", scope={"user_id": "big"}, limit=15)
+        assert len(found) == 15 and found <= {str(i) for i in ids[::2]}

@@ -15,6 +15,8 @@ statement all results come through), whatever the searches returned. Recall seco
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +30,18 @@ from pgvector import Vector
 SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
 TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
+
+# (tenant, scope) → (rows at least, read at monotonic s) for scopes too large for the exact pass, so
+# their next queries go straight to the widened ANN; bounded, per process.
+_LARGE_SCOPES: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+_LARGE_SCOPES_MAX = 1024
+
+
+def _remember(key: tuple[str, str], value: tuple[int, float]) -> None:
+    _LARGE_SCOPES[key] = value
+    _LARGE_SCOPES.move_to_end(key)
+    while len(_LARGE_SCOPES) > _LARGE_SCOPES_MAX:
+        _LARGE_SCOPES.popitem(last=False)
 
 
 @dataclass
@@ -66,10 +80,16 @@ class ScopedReads:
                     JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = scoped.id AND v.searchable
                     ORDER BY (v.embedding <=> %(q)s) + 0.0, v.memory_id
                     LIMIT %(k)s"""
-        rows = db.tenant_read(tenant_id, (exact, params))
-        if not rows or int(rows[0]["scope_rows"]) <= cap or db.dialect.name != "postgres":
-            return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
-        size = int(rows[0]["scope_rows"])
+        key = (tenant_id, self.scope.model_dump_json())
+        known = _LARGE_SCOPES.get(key)
+        if known is None or time.monotonic() - known[1] > max(scope_cache_s, 1.0):
+            rows = db.tenant_read(tenant_id, (exact, params))
+            if not rows or int(rows[0]["scope_rows"]) <= cap or db.dialect.name != "postgres":
+                _LARGE_SCOPES.pop(key, None)
+                return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
+            known = (int(rows[0]["scope_rows"]), time.monotonic())
+            _remember(key, known)
+        size = known[0]
         hot = max(self.store._scope_size(tenant_id, scope_cache_s), size)
         breadth = min(MAX_BREADTH, max(ef_search, k) * max(1, round(2 * hot / size)))
         ann = f"""SELECT id, vector_sim FROM (

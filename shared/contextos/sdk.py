@@ -49,6 +49,7 @@ from contextos.models import (
     ReminderPage,
     SearchResult,
 )
+from contextos.reports import GovernanceReport, HealthReport
 
 M = TypeVar("M", bound=BaseModel)
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -290,11 +291,11 @@ class Client:
     def acknowledge_reminder(self, reminder_id: UUID | str) -> ReminderAcknowledged:
         return self._get(ReminderAcknowledged, "POST", f"/v1/reminders/{reminder_id}/acknowledge")
 
-    def health(self) -> dict[str, Any]:
-        return self.request("GET", "/v1/health")
+    def health(self) -> HealthReport:
+        return self._get(HealthReport, "GET", "/v1/health")
 
-    def governance(self) -> dict[str, Any]:
-        return self.request("GET", "/v1/governance")
+    def governance(self) -> GovernanceReport:
+        return self._get(GovernanceReport, "GET", "/v1/governance")
 
 
 class AsyncClient:

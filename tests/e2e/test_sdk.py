@@ -10,6 +10,7 @@ from contextos import ApiError, AsyncClient, Client
 from contextos.conversations import MessageAppended
 from contextos.management_models import MemoryPage
 from contextos.models import ContextResult
+from contextos.reports import GovernanceReport
 
 from tests.e2e.test_local_stack import stack  # noqa: F401 - the module's running stack
 
@@ -84,8 +85,8 @@ def test_sessions_review_audit_reminders_health_governance_and_uploads(ctx, stac
     assert ctx.review().items is not None
     assert ctx.audit().entries
     assert ctx.reminders().reminders is not None
-    assert "score" in ctx.health()
-    assert isinstance(ctx.governance(), dict)
+    assert 0 <= ctx.health().score <= 100
+    assert isinstance(ctx.governance(), GovernanceReport)
     ticket = ctx.upload_url("notes.md", content_type="text/markdown")
     assert httpx.put(ticket.url, content=b"# Notes\n", headers=ticket.headers).status_code == 200
 

@@ -61,7 +61,11 @@ class ManagementStore:
     def list_memories(self, tenant_id: str, query: MemoryListQuery) -> tuple[list[dict], str | None]:
         """One keyset page, newest first; a forgotten memory is never listed."""
         strength = current_strength("m")
-        where = ["m.tenant_id = %(tenant)s", "m.forgotten_at IS NULL", scope_predicate("m", query)]
+        where = [
+            "m.tenant_id = %(tenant)s",
+            "m.forgotten_at IS NULL",
+            scope_predicate("m", query, self.db.dialect.name),
+        ]
         params: dict[str, Any] = {"tenant": tenant_id, "limit": query.limit + 1} | scope_params(query)
         for field in ("type", "state", "tier"):
             value = getattr(query, field)
@@ -387,6 +391,7 @@ class ManagementStore:
         ``limit``; and every edge among them."""
         strength = current_strength("m")
         params = {"tenant": tenant_id, "id": memory_id, "hops": hops, "limit": limit + 1} | scope_params(scope)
+        in_scope = scope_predicate("m", scope, self.db.dialect.name)
         with self.db.tenant_tx(tenant_id) as conn:
             if not conn.execute(
                 "SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s AND m.forgotten_at IS NULL",
@@ -409,7 +414,7 @@ class ManagementStore:
                     JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = n.id
                     LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
                     WHERE m.forgotten_at IS NULL AND m.tier = 'hot'
-                      AND (m.id = %(id)s OR (m.state <> 'archived' AND {scope_predicate("m", scope)}))
+                      AND (m.id = %(id)s OR (m.state <> 'archived' AND {in_scope}))
                     ORDER BY n.hops, m.importance DESC, m.id
                     LIMIT %(limit)s""",
                 params,
@@ -432,7 +437,7 @@ class ManagementStore:
                     FROM memories m
                     LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
                     WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
-                      AND {scope_predicate("m", scope)}
+                      AND {scope_predicate("m", scope, self.db.dialect.name)}
                     ORDER BY m.importance DESC, m.access_count DESC, m.id
                     LIMIT %(limit)s""",
                 params,

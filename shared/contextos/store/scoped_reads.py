@@ -31,6 +31,7 @@ SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's in
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
 TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
 
+
 # (tenant, scope) → (rows at least, read at monotonic s) for scopes too large for the exact pass, so
 # their next queries go straight to the widened ANN; bounded, per process.
 _LARGE_SCOPES: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
@@ -51,7 +52,14 @@ class ScopedReads:
 
     def live(self, alias: str) -> str:
         """ "In the hot, current store, and in scope" on a memories alias."""
-        return f"({live_now(alias)} AND {scope_predicate(alias, self.scope)})"
+        return f"({live_now(alias)} AND {scope_predicate(alias, self.scope, self.store.db.dialect.name)})"
+
+    def _hints(self) -> list[tuple[str, None]]:
+        """Every scope field has an index (btrees on user/agent/run, GIN on tags and metadata), yet
+        with a LIMIT or a small join the planner may pick a sequential scan of the tenant's memories
+        (measured: 71 ms for a tag scope of 2k rows of 20k, under 1 ms through the GIN index)."""
+        sql = self.store.db.dialect.index_scans_only_sql()
+        return [(sql, None)] if sql else []
 
     def _params(self, tenant_id: str) -> dict:
         return {"tenant": tenant_id} | scope_params(self.scope)
@@ -83,7 +91,7 @@ class ScopedReads:
         key = (tenant_id, self.scope.model_dump_json())
         known = _LARGE_SCOPES.get(key)
         if known is None or time.monotonic() - known[1] > max(scope_cache_s, 1.0):
-            rows = db.tenant_read(tenant_id, (exact, params))
+            rows = db.tenant_read(tenant_id, *self._hints(), (exact, params))
             if not rows or int(rows[0]["scope_rows"]) <= cap or db.dialect.name != "postgres":
                 _LARGE_SCOPES.pop(key, None)
                 return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
@@ -113,7 +121,8 @@ class ScopedReads:
         )
         if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
             whole = exact.replace("LIMIT %(cap)s + 1", "")
-            found = [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in db.tenant_read(tenant_id, (whole, params))]
+            rows = db.tenant_read(tenant_id, *self._hints(), (whole, params))
+            found = [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
         return found
 
     def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
@@ -127,6 +136,7 @@ class ScopedReads:
         # The tenant-wide phrase search, widened, and the scope filter on its rows: one statement.
         hits = self.store.db.tenant_read(
             tenant_id,
+            *self._hints(),
             (
                 f"""SELECT t.phrase_no, t.id, t.rank, t.label_match
                     FROM contextos_text_search_phrases(%(texts)s, %(terms)s, %(numbers)s, %(k)s, %(cap)s, NULL) t

@@ -11,17 +11,27 @@ from contextos.scopes import Scope, ScopeFilter
 from psycopg.types.json import Jsonb
 
 
-def scope_predicate(alias: str, scope: ScopeFilter | None) -> str:
-    """``TRUE`` or the conjunction of the filter's fields on ``alias`` (parameters from `scope_params`)."""
+def scope_predicate(alias: str, scope: ScopeFilter | None, dialect: str = "postgres") -> str:
+    """``TRUE`` or the conjunction of the filter's fields on ``alias`` (parameters from `scope_params`).
+
+    On PostgreSQL the tag and metadata containment goes through the owner-side functions of
+    migration 0018, so their GIN indexes serve it under row-level security."""
     if scope is None or scope.empty:
         return "TRUE"
     parts = [
         f"{alias}.{field} = %(scope_{field})s" for field in ("user_id", "agent_id", "run_id") if getattr(scope, field)
     ]
-    if scope.tags:
-        parts.append(f"{alias}.tags @> %(scope_tags)s::text[]")
-    if scope.metadata:
-        parts.append(f"{alias}.metadata @> %(scope_metadata)s")
+    match dialect:
+        case "postgres":
+            if scope.tags:
+                parts.append(f"{alias}.id IN (SELECT contextos_tagged_memories(%(scope_tags)s::text[]))")
+            if scope.metadata:
+                parts.append(f"{alias}.id IN (SELECT contextos_metadata_memories(%(scope_metadata)s))")
+        case _:
+            if scope.tags:
+                parts.append(f"{alias}.tags @> %(scope_tags)s::text[]")
+            if scope.metadata:
+                parts.append(f"{alias}.metadata @> %(scope_metadata)s")
     return "(" + " AND ".join(parts) + ")"
 
 

@@ -1,10 +1,10 @@
--- 0018 (CockroachDB): as the PostgreSQL file, without the operator classes CockroachDB lacks.
+-- 0018 (CockroachDB; as the PostgreSQL file without its operator classes): scopes on documents, memories and
 -- sessions; the management reads (list with filters, cursor order); forgetting and edit history.
 --
 -- The tenant stays the security wall; scopes only organise what a tenant holds, so they are plain
--- nullable columns filtered beside tenant_id. The partial btrees cover live memories only: the
--- scoped read path and the list both start from them, and a scope on a hot tenant of 100k rows
--- then reads only its own rows.
+-- nullable columns filtered beside tenant_id. The partial btrees cover live memories only and carry
+-- the id, so the scoped read path finds a scope's ids without visiting the memories' rows (CockroachDB
+-- indexes hold the primary key anyway).
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS user_id text;
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS agent_id text;
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS run_id text;

@@ -2,9 +2,8 @@
 -- sessions; the management reads (list with filters, cursor order); forgetting and edit history.
 --
 -- The tenant stays the security wall; scopes only organise what a tenant holds, so they are plain
--- nullable columns filtered beside tenant_id. The partial btrees cover live memories only: the
--- scoped read path and the list both start from them, and a scope on a hot tenant of 100k rows
--- then reads only its own rows.
+-- nullable columns filtered beside tenant_id. The partial btrees cover live memories only and carry
+-- the id, so the scoped read path finds a scope's ids without visiting the memories' rows.
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS user_id text;
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS agent_id text;
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS run_id text;
@@ -24,11 +23,11 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS run_id text;
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAULT '{}';
 
 CREATE INDEX IF NOT EXISTS memories_scope_user
-    ON memories (tenant_id, user_id) WHERE state = 'active' AND tier = 'hot' AND user_id IS NOT NULL;
+    ON memories (tenant_id, user_id) INCLUDE (id) WHERE state = 'active' AND tier = 'hot' AND user_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_scope_agent
-    ON memories (tenant_id, agent_id) WHERE state = 'active' AND tier = 'hot' AND agent_id IS NOT NULL;
+    ON memories (tenant_id, agent_id) INCLUDE (id) WHERE state = 'active' AND tier = 'hot' AND agent_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_scope_run
-    ON memories (tenant_id, run_id) WHERE state = 'active' AND tier = 'hot' AND run_id IS NOT NULL;
+    ON memories (tenant_id, run_id) INCLUDE (id) WHERE state = 'active' AND tier = 'hot' AND run_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_tags ON memories USING gin (tags) WHERE state = 'active';
 CREATE INDEX IF NOT EXISTS memories_metadata ON memories USING gin (metadata jsonb_path_ops) WHERE state = 'active';
 -- The list's keyset order (newest first) and its label-prefix filter.
@@ -61,3 +60,29 @@ CREATE POLICY tenant_isolation ON memory_revisions
     USING (tenant_id = current_setting('app.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
 GRANT SELECT, INSERT, DELETE ON memory_revisions TO contextos_app;
+
+-- Under row-level security the planner may not use an index for a qual whose operator is not
+-- leakproof, and the array and jsonb containment operators are not: a tag or metadata filter as
+-- the application role scans the tenant's memories (measured: 43 ms for a tag held by 2k of 20k,
+-- 2.4 ms through the GIN index as the owner). These functions run the containment as the owner,
+-- through the GIN indexes, for the transaction's tenant only (as contextos_text_search_phrases).
+CREATE OR REPLACE FUNCTION contextos_tagged_memories(want text[]) RETURNS SETOF uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $fn$
+    SELECT m.id FROM memories m
+    WHERE m.tenant_id = NULLIF(current_setting('app.tenant_id', true), '') AND m.state = 'active' AND m.tags @> want
+$fn$;
+
+CREATE OR REPLACE FUNCTION contextos_metadata_memories(want jsonb) RETURNS SETOF uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $fn$
+    SELECT m.id FROM memories m
+    WHERE m.tenant_id = NULLIF(current_setting('app.tenant_id', true), '') AND m.state = 'active'
+      AND m.metadata @> want
+$fn$;
+REVOKE ALL ON FUNCTION contextos_tagged_memories(text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION contextos_metadata_memories(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION contextos_tagged_memories(text[]) TO contextos_app;
+GRANT EXECUTE ON FUNCTION contextos_metadata_memories(jsonb) TO contextos_app;

@@ -43,6 +43,8 @@ def serve(
     api_key: str | None = None,
     tenant: str | None = None,
 ) -> None:
+    if http_port is None:
+        _keep_stdout_for_the_protocol()
     backend: Backend
     if api_url:
         backend = ApiBackend(api_url, api_key)
@@ -64,3 +66,14 @@ def serve(
 
         identify = key_identifier(container.keys())
     uvicorn.run(http_app(backend, identify), host=host, port=http_port, log_level="warning")
+
+
+def _keep_stdout_for_the_protocol() -> None:
+    """Over stdio, stdout carries JSON-RPC only: logs go to stderr and no metric blob is printed."""
+    import os
+    import sys
+
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+    from contextos.observability import logger
+
+    logger.registered_handler.setStream(sys.stderr)

@@ -67,9 +67,9 @@ class MemoryPatch(BaseModel):
     metadata: dict[str, Any] | None = None
     always_load: bool | None = None
     protected: bool | None = None
-    user_id: str | None = Field(default=None, max_length=200)
-    agent_id: str | None = Field(default=None, max_length=200)
-    run_id: str | None = Field(default=None, max_length=200)
+    user_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200)
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
     unlock: bool = Field(default=False, description="Required to edit a protected memory.")
 
     def changes(self) -> dict[str, Any]:

@@ -368,3 +368,14 @@ def test_a_scope_too_large_for_the_exact_pass_goes_through_the_widened_ann(
     for _ in range(2):  # the second query knows the scope is large and skips the exact pass
         found = search_ids(tenant, "deployment pipelines release trains", scope={"user_id": "big"}, limit=15)
         assert len(found) == 15 and found <= {str(i) for i in ids[::2]}
+
+
+def test_an_edit_of_a_scoped_memorys_label_keeps_its_key_within_its_owner(configured, tenant):
+    ana = remember(tenant, "Lunch order", "Ana orders the vegetarian lunch.", user_id="ana")
+    bo = remember(tenant, "Lunch choice", "Bo orders the fish.", user_id="bo")
+    status, body = call_api("PATCH", f"/v1/memories/{bo}", tenant, {"label": "Lunch order"})
+    assert status == 200, body  # the same words as Ana's label, but Bo's own key
+    with container.database().tenant_tx(tenant) as conn:
+        keys = {str(r["id"]): r["norm_key"] for r in conn.execute("SELECT id, norm_key FROM memories")}
+    assert keys[ana] != keys[bo] and keys[bo].endswith("@u=bo")
+    assert call_api("PATCH", f"/v1/memories/{bo}", tenant, {"user_id": ""})[0] == 422

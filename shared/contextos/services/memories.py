@@ -39,7 +39,7 @@ from contextos.management_models import (
 )
 from contextos.models import DocumentMemories, MemoryDetail, MemorySource, MemorySummary
 from contextos.normalization import acronyms, initials, norm_key
-from contextos.scopes import ScopeFilter
+from contextos.scopes import Scope, ScopeFilter
 from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expunge
 from contextos.store.governance import write_audit
 from contextos.store.management import ManagementStore
@@ -136,10 +136,13 @@ class MemoryService:
         # Embedding is slow: done before the write transaction, which then checks nobody edited meanwhile.
         embedding = self._embedder.embed([f"{label}: {definition}"])[0] if text_changed else None
         key = current["norm_key"]
-        if "label" in changes:
+        owners = ("user_id", "agent_id", "run_id")
+        if "label" in changes or any(f in changes for f in owners):
             key = norm_key(label, self._settings.extraction.generic_modifiers)
             if not key:
                 raise BadRequest("the label has no words to key the memory by")
+            # the merge key stays namespaced by the memory's owner (as a scoped write makes it)
+            key += Scope(**{f: changes.get(f, current[f]) for f in owners}).key_suffix()
         with self.store.db.tenant_tx(tenant_id) as conn:
             row = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
             if row["version"] != current["version"]:

@@ -64,7 +64,7 @@ class ManagementStore:
         where = [
             "m.tenant_id = %(tenant)s",
             "m.forgotten_at IS NULL",
-            scope_predicate("m", query, self.db.dialect.name),
+            scope_predicate("m", query, self.db.dialect.name, enumerates=True),
         ]
         params: dict[str, Any] = {"tenant": tenant_id, "limit": query.limit + 1} | scope_params(query)
         for field in ("type", "state", "tier"):
@@ -437,7 +437,7 @@ class ManagementStore:
                     FROM memories m
                     LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
                     WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
-                      AND {scope_predicate("m", scope, self.db.dialect.name)}
+                      AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}
                     ORDER BY m.importance DESC, m.access_count DESC, m.id
                     LIMIT %(limit)s""",
                 params,

@@ -50,6 +50,12 @@ class ScopedReads:
     store: MemoryStore
     scope: ScopeFilter
 
+    def enumerated(self, alias: str) -> str:
+        """`live`, for a statement that finds the scope's rows from the filter alone."""
+        return (
+            f"({live_now(alias)} AND {scope_predicate(alias, self.scope, self.store.db.dialect.name, enumerates=True)})"
+        )
+
     def live(self, alias: str) -> str:
         """ "In the hot, current store, and in scope" on a memories alias."""
         return f"({live_now(alias)} AND {scope_predicate(alias, self.scope, self.store.db.dialect.name)})"
@@ -80,7 +86,7 @@ class ScopedReads:
         # One round trip for a small scope: its ids (at most cap + 1, through the scope's index), their
         # exact distances, and how many there were; more than cap means the scope is large.
         exact = f"""WITH scoped AS MATERIALIZED (
-                        SELECT m.id FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.live("m")}
+                        SELECT m.id FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.enumerated("m")}
                         LIMIT %(cap)s + 1)
                     SELECT v.memory_id AS id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim,
                            (SELECT count(*) FROM scoped) AS scope_rows

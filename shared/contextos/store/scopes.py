@@ -11,18 +11,23 @@ from contextos.scopes import Scope, ScopeFilter
 from psycopg.types.json import Jsonb
 
 
-def scope_predicate(alias: str, scope: ScopeFilter | None, dialect: str = "postgres") -> str:
+def scope_predicate(
+    alias: str, scope: ScopeFilter | None, dialect: str = "postgres", *, enumerates: bool = False
+) -> str:
     """``TRUE`` or the conjunction of the filter's fields on ``alias`` (parameters from `scope_params`).
 
-    On PostgreSQL the tag and metadata containment goes through the owner-side functions of
-    migration 0018, so their GIN indexes serve it under row-level security."""
+    ``enumerates``: the statement finds a scope's rows from the filter alone (a list, the exact
+    pass over a scope). On PostgreSQL the tag and metadata containment then goes through the
+    owner-side functions of migration 0018, so their GIN indexes serve it under row-level
+    security; a statement that only checks rows it already has (search hits, the candidate pool)
+    tests containment on them directly, which costs nothing like reading every id of a large tag."""
     if scope is None or scope.empty:
         return "TRUE"
     parts = [
         f"{alias}.{field} = %(scope_{field})s" for field in ("user_id", "agent_id", "run_id") if getattr(scope, field)
     ]
     match dialect:
-        case "postgres":
+        case "postgres" if enumerates:
             if scope.tags:
                 parts.append(f"{alias}.id IN (SELECT contextos_tagged_memories(%(scope_tags)s::text[]))")
             if scope.metadata:

@@ -55,6 +55,18 @@ class S3BlobStore:
         with _reading(bucket, key):
             return self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")["Body"].read()
 
+    def delete(self, bucket: str, key: str) -> None:
+        """Remove an object (S3 answers a missing key with success too)."""
+        try:
+            self._client.delete_object(Bucket=bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            raise TransientError(f"could not delete s3://{bucket}/{key}") from exc
+
+    def presigned_put(self, bucket: str, key: str, *, content_type: str | None, expires_s: int) -> str:
+        """A URL that lets its holder PUT this one object until it expires (signed locally, no call)."""
+        params = {"Bucket": bucket, "Key": key} | ({"ContentType": content_type} if content_type else {})
+        return self._client.generate_presigned_url("put_object", Params=params, ExpiresIn=expires_s)
+
 
 class SqsQueue:
     """A queue the domain puts jobs on (ingest, conversation)."""

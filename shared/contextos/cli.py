@@ -14,6 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from contextos.cli_verbs import cmd_keys_list, cmd_keys_revoke, register, register_keys
+
 
 class ApiClient:
     """A small JSON client for a ContextOS API: the local stack or a deployed one."""
@@ -78,6 +80,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         moto_port=args.moto_port,
         lifecycle_every_s=args.lifecycle_every,
         sweep_every_s=args.sweep_every,
+        serve_mcp=not args.no_mcp,
     ).start()
     state = stack.state()
     print(f"ContextOS local stack on {state['api_url']}  (API key: {state['api_key']}, tenant: {state['tenant']})")
@@ -85,6 +88,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         f"moto S3/SQS at {state['aws_endpoint']}; drop files into s3://{state['upload_bucket']}/"
         f"{state['upload_prefix']}{state['tenant']}/"
     )
+    if "mcp_url" in state:
+        print(f"MCP (streamable HTTP) at {state['mcp_url']} with the same API key")
     print("Ctrl-C to stop.", flush=True)
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
@@ -182,6 +187,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from contextos import container
     from contextos.models import Provenance
 
+    if args.action == "list":
+        return cmd_keys_list(args)
+    if not (args.tenant and args.name):
+        print("keys create/revoke need --tenant and --name", file=sys.stderr)
+        return 2
+    if args.action == "revoke":
+        return cmd_keys_revoke(args)
+
     key = container.keys().create(
         args.tenant, args.name, principal=args.principal, provenance_ceiling=Provenance(args.ceiling)
     )
@@ -224,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev = sub.add_parser("dev", help="run the local stack (embedded PostgreSQL, moto, API, pollers)")
     dev.add_argument("--port", type=int, default=8787)
     dev.add_argument("--moto-port", type=int, default=0)
+    dev.add_argument("--no-mcp", action="store_true", help="do not serve MCP (streamable HTTP) at /mcp")
     dev.add_argument("--lifecycle-every", type=float, default=4 * 3600, help="seconds between lifecycle scans")
     dev.add_argument(
         "--sweep-every", type=float, default=None, help="seconds between session sweeps (default: 300, as deployed)"
@@ -231,8 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
     dev.set_defaults(func=cmd_dev)
 
     def api_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--api", help="API base URL (default: the running `contextos dev`, else an in-process stack)")
-        p.add_argument("--key", help="API key (default: the local stack's dev key)")
+        p.add_argument(
+            "--api",
+            "--api-url",
+            dest="api",
+            help="API base URL (default: the running `contextos dev`, else in-process)",
+        )
+        p.add_argument("--key", "--api-key", dest="key", help="API key (default: the local stack's dev key)")
 
     ingest = sub.add_parser("ingest", help="ingest a file and wait for its memories")
     ingest.add_argument("file")
@@ -259,9 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     api_flags(report)
     report.set_defaults(func=cmd_report)
 
-    keys = sub.add_parser("keys", help="create an API key")
-    keys.add_argument("--tenant", required=True)
-    keys.add_argument("--name", required=True)
+    keys = sub.add_parser("keys", help="create (default), list or revoke API keys")
+    register_keys(keys)
+    keys.add_argument("--tenant", help="the key's tenant (create, revoke; list: only this tenant)")
+    keys.add_argument("--name", help="the key's name (create, revoke)")
     keys.add_argument("--principal", choices=["agent", "user"], default="agent")
     keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
     keys.set_defaults(func=cmd_keys)
@@ -278,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     from contextos.cli_workspace import register as register_workspace
 
     register_workspace(sub, api_flags, _Target)
+
+    register(sub, api_flags)
     return parser
 
 

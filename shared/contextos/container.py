@@ -128,9 +128,17 @@ def keys():  # -> KeyService
 
 @lru_cache(maxsize=1)
 def memories():  # -> MemoryService
+    from contextos.adapters import S3BlobStore
     from contextos.services.memories import MemoryService
 
-    return MemoryService(store=memory_store(), decay=get_settings().decay)
+    settings = get_settings()
+    return MemoryService(
+        store=memory_store(),
+        decay=settings.decay,
+        settings=settings,
+        embedder_factory=embedder,
+        blobs=S3BlobStore(aws_client("s3")),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -255,6 +263,7 @@ def reset() -> None:
         conversations,
         governance,
         workspace,
+        uploads,
     ):
         factory.cache_clear()
     reset_settings()
@@ -286,3 +295,10 @@ def workspace():  # -> WorkspaceService
         embedders=embedder,
         submit_document=lambda tenant, request: ingestion().submit(tenant, request),
     )
+
+
+def uploads():  # -> UploadService
+    from contextos.adapters import S3BlobStore
+    from contextos.services.uploads import UploadService
+
+    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")))

@@ -81,6 +81,10 @@ class MessageCreate(BaseModel):
     provenance: Provenance | None = Field(
         default=None, description="Who vouches for it; defaults by role, never above the credential's ceiling."
     )
+    user_id: str | None = Field(default=None, min_length=1, max_length=200, description="The session's user.")
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200)
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    tags: list[str] = Field(default_factory=list, max_length=50)
 
 
 class MessageAppended(BaseModel):

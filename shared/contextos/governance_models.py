@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextos.models import MemoryCandidate, MemoryType, Provenance, StoreResult
+from contextos.scopes import Scope
 
 
 class HeldCandidate(BaseModel):
@@ -72,6 +73,16 @@ class MemoryCreate(BaseModel):
     provenance: Provenance | None = Field(
         default=None, description="Where it came from; defaults to (and is capped by) the credential's ceiling."
     )
+    user_id: str | None = Field(default=None, min_length=1, max_length=200)
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200)
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def scope(self) -> Scope:
+        return Scope(
+            user_id=self.user_id, agent_id=self.agent_id, run_id=self.run_id, tags=self.tags, metadata=self.metadata
+        )
 
 
 class MemoryAdmission(BaseModel):

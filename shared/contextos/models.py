@@ -10,6 +10,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextos.instants import Instant
+from contextos.scopes import ScopeFilter
 
 
 class MemoryType(StrEnum):
@@ -163,6 +164,16 @@ class ScoreBreakdown(BaseModel):
     trust: float = 0.0  # composite trust at read time (S7); reported, and a filter with min_trust
 
 
+class PriorVersion(BaseModel):
+    """A version a memory superseded (directly or down the chain), newest first."""
+
+    id: UUID
+    label: str
+    definition: str
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
 class ScoredMemory(BaseModel):
     id: UUID
     label: str
@@ -175,6 +186,7 @@ class ScoredMemory(BaseModel):
     excerpts: list[str] = Field(default_factory=list)  # L2: what the sources said
     always_load: bool = False
     score: ScoreBreakdown
+    history: list[PriorVersion] = Field(default_factory=list)  # with include_history: what it superseded
 
 
 class Reactivation(BaseModel):
@@ -236,6 +248,10 @@ class DocumentCreate(BaseModel):
     content_type: str | None = Field(default=None, max_length=255)
     provenance: Provenance = Provenance.user_upload
     metadata: dict[str, Any] = Field(default_factory=dict)
+    user_id: str | None = Field(default=None, min_length=1, max_length=200, description="Its memories belong to.")
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200)
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    tags: list[str] = Field(default_factory=list, max_length=50)
 
 
 class DocumentAccepted(BaseModel):
@@ -260,6 +276,8 @@ class ContextRequest(BaseModel):
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
     min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
+    scope: ScopeFilter | None = Field(default=None, description="Only memories of this user/agent/run, tags, metadata.")
+    include_history: bool = Field(default=False, description="Show each memory's superseded versions (S6).")
 
 
 class SearchRequest(BaseModel):
@@ -274,6 +292,8 @@ class SearchRequest(BaseModel):
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
     min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
+    scope: ScopeFilter | None = Field(default=None, description="Only memories of this user/agent/run, tags, metadata.")
+    include_history: bool = Field(default=False, description="Show each memory's superseded versions (S6).")
 
 
 class SearchResult(BaseModel):
@@ -324,6 +344,14 @@ class MemoryDetail(BaseModel):
     recorded_at: datetime | None = None
     superseded_at: datetime | None = None
     superseded_by: UUID | None = None
+    always_load: bool = False
+    protected: bool = False
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    version: int = 1
 
 
 class MemorySummary(BaseModel):

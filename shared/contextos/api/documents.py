@@ -7,13 +7,14 @@ from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
 from contextos.api.auth import current_principal
 from contextos.api.openapi import statuses
 from contextos.config import get_settings
-from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord
+from contextos.management_models import DocumentForgotten, DocumentListQuery, DocumentPage, UploadRequest, UploadTicket
+from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord, DocumentStatus
 from contextos.trust import cap_provenance
 
 router = Router()
@@ -46,3 +47,26 @@ def get_document(document_id: Annotated[UUID, Path()]) -> DocumentRecord:
 @router.get("/documents/<document_id>/memories", summary="Every memory a document taught")
 def get_document_memories(document_id: Annotated[UUID, Path()]) -> DocumentMemories:
     return container.memories().of_document(current_principal(router).tenant_id, document_id)
+
+
+@router.get("/documents", summary="List documents, newest first (status filter, cursor)")
+def list_documents(
+    status: Annotated[DocumentStatus | None, Query()] = None,
+    user_id: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> DocumentPage:
+    query = DocumentListQuery(status=status, user_id=user_id, limit=limit, cursor=cursor)
+    return container.memories().list_documents(current_principal(router).tenant_id, query)
+
+
+@router.delete("/documents/<document_id>", summary="Forget a document and everything only it taught (counts)")
+def forget_document(document_id: Annotated[UUID, Path()]) -> DocumentForgotten:
+    principal = current_principal(router)
+    return container.memories().forget_document(principal.tenant_id, document_id, actor=principal.subject)
+
+
+@router.post("/uploads", summary="A presigned S3 PUT URL for a large file; ingestion starts when it lands")
+def create_upload(body: UploadRequest) -> Response[UploadTicket]:
+    ticket = container.uploads().ticket(current_principal(router).tenant_id, body)
+    return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=ticket.model_dump(mode="json"))

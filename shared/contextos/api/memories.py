@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
 from contextos.api.auth import current_principal
 from contextos.api.openapi import statuses
+from contextos.errors import BadRequest
 from contextos.governance_models import MemoryAdmission, MemoryCreate, MemoryHistory
-from contextos.models import MemoryDetail
+from contextos.management_models import (
+    MemoryEdited,
+    MemoryForgotten,
+    MemoryGraph,
+    MemoryListQuery,
+    MemoryPage,
+    MemoryPatch,
+    MemoryRestored,
+)
+from contextos.models import Band, MemoryDetail, MemoryType
+from contextos.scopes import ScopeFilter, metadata_filters
 
 router = Router()
 
@@ -40,3 +51,79 @@ def create_memory(body: MemoryCreate) -> Response[MemoryAdmission]:
 @router.get("/memories/<memory_id>/history", summary="The supersession chain through a memory, with its audit trail")
 def memory_history(memory_id: Annotated[UUID, Path()]) -> MemoryHistory:
     return container.governance().history(current_principal(router).tenant_id, memory_id)
+
+
+@router.get("/memories", summary="List memories with filters (band, type, state, tier, scope, tags, metadata, prefix)")
+def list_memories(
+    band: Annotated[Band | None, Query()] = None,
+    type: Annotated[MemoryType | None, Query()] = None,
+    state: Annotated[Literal["active", "superseded", "archived"] | None, Query()] = None,
+    tier: Annotated[Literal["hot", "cold"] | None, Query()] = None,
+    user_id: Annotated[str | None, Query(max_length=200)] = None,
+    agent_id: Annotated[str | None, Query(max_length=200)] = None,
+    run_id: Annotated[str | None, Query(max_length=200)] = None,
+    tag: Annotated[list[str] | None, Query(description="Repeat for all-of")] = None,
+    metadata: Annotated[list[str] | None, Query(description="key=value, repeat for more")] = None,
+    prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> MemoryPage:
+    try:
+        meta = metadata_filters(metadata)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from exc
+    query = MemoryListQuery(
+        band=band,
+        type=type,
+        state=state,
+        tier=tier,
+        user_id=user_id,
+        agent_id=agent_id,
+        run_id=run_id,
+        tags=tag or [],
+        metadata=meta,
+        prefix=prefix,
+        limit=limit,
+        cursor=cursor,
+    )
+    return container.memories().list(current_principal(router).tenant_id, query)
+
+
+@router.patch("/memories/<memory_id>", summary="Edit a memory (re-embeds, keeps the replaced version, audited)")
+def edit_memory(memory_id: Annotated[UUID, Path()], body: MemoryPatch) -> MemoryEdited:
+    principal = current_principal(router)
+    return container.memories().edit(principal.tenant_id, memory_id, body, actor=principal.subject)
+
+
+@router.delete("/memories/<memory_id>", summary="Forget a memory: gone from every read, audited, cold copy removed")
+def forget_memory(
+    memory_id: Annotated[UUID, Path()], reason: Annotated[str | None, Query(max_length=500)] = None
+) -> MemoryForgotten:
+    principal = current_principal(router)
+    return container.memories().forget(principal.tenant_id, memory_id, actor=principal.subject, reason=reason)
+
+
+@router.post("/memories/<memory_id>/restore", summary="Undo a forget or a supersession (audited)")
+def restore_memory(memory_id: Annotated[UUID, Path()]) -> MemoryRestored:
+    principal = current_principal(router)
+    return container.memories().restore(principal.tenant_id, memory_id, actor=principal.subject)
+
+
+@router.get("/memories/<memory_id>/graph", summary="The typed, weighted graph within `hops` edges of a memory")
+def memory_graph(
+    memory_id: Annotated[UUID, Path()],
+    hops: Annotated[int, Query(ge=1, le=3)] = 2,
+    limit: Annotated[int, Query(ge=1, le=500)] = 200,
+) -> MemoryGraph:
+    return container.memories().graph(current_principal(router).tenant_id, memory_id, hops=hops, limit=limit)
+
+
+@router.get("/graph", summary="The tenant's most important memories and the edges among them (bounded)")
+def tenant_graph(
+    limit: Annotated[int, Query(ge=1, le=1000)] = 300,
+    user_id: Annotated[str | None, Query(max_length=200)] = None,
+    agent_id: Annotated[str | None, Query(max_length=200)] = None,
+    run_id: Annotated[str | None, Query(max_length=200)] = None,
+) -> MemoryGraph:
+    scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return container.memories().tenant_graph(current_principal(router).tenant_id, limit=limit, scope=scope)

@@ -13,6 +13,7 @@ from contextos import container
 from contextos.config import get_settings, reset_settings
 from contextos.local.aws import LocalAws, start_local_aws
 from contextos.local.bridge import ApiBridge
+from contextos.local.mcp_http import mcp_app
 from contextos.local.workers import QueuePoller, Scheduler
 from contextos.models import Provenance
 from contextos.observability import logger
@@ -34,6 +35,7 @@ class LocalStack:
     visibility_timeout_s: int = 30
     aws: LocalAws | None = None
     bridge: ApiBridge | None = None
+    serve_mcp: bool = True  # the MCP streamable HTTP app at <api_url>/mcp
     workers: list = field(default_factory=list)
     mounts: dict = field(default_factory=dict)  # path prefix → ASGI app served beside the API (local.front)
 
@@ -57,6 +59,8 @@ class LocalStack:
         container.keys().create(
             DEV_TENANT, "local-dev", principal="user", provenance_ceiling=Provenance.user_turn, key=DEV_API_KEY
         )
+        if self.serve_mcp:
+            self.mounts.setdefault("/mcp", mcp_app())
         self.bridge = ApiBridge(port=self.api_port)
         for prefix, app in self.mounts.items():
             self.bridge.mount(prefix, app)
@@ -100,7 +104,7 @@ class LocalStack:
             "upload_bucket": self.aws.upload_bucket,
             "upload_prefix": get_settings().upload_prefix,
             "pid": os.getpid(),
-        }
+        } | ({"mcp_url": self.api_url + "/mcp"} if "/mcp" in self.mounts else {})
 
     def _write_state(self) -> None:
         path = state_file()

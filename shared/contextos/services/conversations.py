@@ -35,10 +35,12 @@ from contextos.faults import crash_point
 from contextos.models import BASE_TRUST, Provenance
 from contextos.normalization import estimate_tokens
 from contextos.observability import logger, metrics
+from contextos.scopes import Scope
 from contextos.services.admission import Admission
 from contextos.services.ingestion import deduplicate
 from contextos.sources import SessionSource
 from contextos.store.conversations import ConversationStore
+from contextos.store.scopes import inherit_session_scope, set_session_scope
 
 
 class JobQueue(Protocol):
@@ -77,6 +79,10 @@ class ConversationService:
         row = self.store.append(
             tenant_id, session_id, role=message.role.value, content=message.content, provenance=provenance.value
         )
+        scope = Scope(user_id=message.user_id, agent_id=message.agent_id, run_id=message.run_id, tags=message.tags)
+        if not scope.empty:
+            with self.store.db.tenant_tx(tenant_id) as conn:
+                set_session_scope(conn, tenant_id, session_id, scope)
         flush = None
         if row["message_count"] - row["flushed_through"] >= cfg.flush_messages:
             claimed = self.store.claim_flush(
@@ -262,6 +268,8 @@ class ConversationService:
             },
         )
         result = self.admission().admit(tenant_id, chosen, source).stored  # type: ignore[misc]
+        with self.store.db.tenant_tx(tenant_id) as conn:
+            inherit_session_scope(conn, tenant_id, source.session_id)
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 

@@ -35,6 +35,7 @@ from contextos.observability import metrics
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.governance import GovernanceStore
 from contextos.store.repository import MemoryStore
+from contextos.store.scopes import apply_scope
 from contextos.trust import cap_provenance, gate_trust, injection_signals
 
 GENESIS_HASH = "0" * 64
@@ -130,6 +131,8 @@ class GovernanceService:
         key = norm_key(request.label, modifiers)
         if not key:
             raise BadRequest("the label has no words to key the memory by")
+        scope = request.scope()
+        key += scope.key_suffix()  # S11: a user's memory merges only within that user's
         candidate = MemoryCandidate(
             norm_key=key,
             label=request.label.strip(),
@@ -153,6 +156,7 @@ class GovernanceService:
                 conn, tenant_id, admitted, embedder_id=self.embedder.model_id, actor=actor, prejudged=prejudged
             )
             memory_id = result.memory_ids[0]
+            apply_scope(conn, tenant_id, [memory_id], scope)
             links = conn.execute(
                 """SELECT dst_id, type FROM relationships
                    WHERE tenant_id = %s AND src_id = %s AND type IN ('supersedes', 'corroborates')""",

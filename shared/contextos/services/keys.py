@@ -65,3 +65,23 @@ class KeyService:
                 [hash_key(key)],
             ).fetchone()
         return KeyIdentity(**row) if row else None
+
+    def list(self, tenant_id: str | None = None) -> list[dict]:
+        """Every key (never the key itself: a short prefix of its hash to tell them apart)."""
+        with self.db.system_tx() as conn:
+            return conn.execute(
+                """SELECT tenant_id, name, principal, provenance_ceiling, left(key_hash, 12) AS key_hash_prefix,
+                          created_at, revoked_at
+                   FROM api_keys WHERE %(tenant)s::text IS NULL OR tenant_id = %(tenant)s
+                   ORDER BY tenant_id, created_at, name""",
+                {"tenant": tenant_id},
+            ).fetchall()
+
+    def revoke(self, tenant_id: str, name: str) -> int:
+        """Revoke a tenant's live keys of that name; how many were revoked (0: none matched)."""
+        with self.db.system_tx() as conn:
+            return conn.execute(
+                """UPDATE api_keys SET revoked_at = now()
+                   WHERE tenant_id = %s AND name = %s AND revoked_at IS NULL""",
+                [tenant_id, name],
+            ).rowcount

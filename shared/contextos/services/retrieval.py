@@ -12,15 +12,25 @@ from datetime import UTC, datetime
 from contextos.config import Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
-from contextos.errors import UnknownRecipe
-from contextos.models import Band, ContextRequest, ContextResult, ScoredMemory, SearchRequest, SearchResult
+from contextos.errors import BadRequest, UnknownRecipe
+from contextos.models import (
+    Band,
+    ContextRequest,
+    ContextResult,
+    PriorVersion,
+    ScoredMemory,
+    SearchRequest,
+    SearchResult,
+)
 from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
+from contextos.scopes import ScopeFilter
 from contextos.scoring import AnyRecipe, Candidate, Ranked, rank
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads, PoolRequest
 from contextos.store.repository import MemoryStore
+from contextos.store.scoped_reads import ScopedReads
 from contextos.trust import composite_trust
 
 # The read path's concurrent statement (the text search, beside the vector search on the caller's
@@ -60,7 +70,7 @@ class RetrievalService:
             if self.cold
             else []
         )
-        reads = self._reads(request.as_of)  # S7: as_of answers from history
+        reads = self._reads(request.as_of, request.scope)  # S7: as_of answers from history; S11: scopes
         rows, found = self._search(tenant_id, analysis, query_vector, reads, pinned=cfg.max_pinned)
         pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
         rows = [r for r in rows if not r["pinned"]]
@@ -75,6 +85,8 @@ class RetrievalService:
         budget = request.token_budget or cfg.token_budget
         excerpts = {r.candidate.id: r.candidate.payload["excerpts"] for r in chosen if r.candidate.payload["excerpts"]}
         memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
+        if request.include_history:
+            memories = with_history(self.store, tenant_id, memories)
         text = assemble(request.query, memories, index, request.format)
         if not request.dry_run and request.as_of is None:  # a look into the past changes nothing
             self.store.reinforce_and_log(
@@ -105,15 +117,16 @@ class RetrievalService:
         recipe = self._recipe(request.recipe)
         analysis = analyze(request.query)
         query_vector = self.embedder.embed([request.query])[0]
-        rows, found = self._search(tenant_id, analysis, query_vector, self._reads(request.as_of))
+        rows, found = self._search(tenant_id, analysis, query_vector, self._reads(request.as_of, request.scope))
         candidates = self._candidates(rows, found, min_trust=request.min_trust, historical=request.as_of is not None)
         ranked = rank(candidates, cfg, recipe, analysis.intent)[: request.limit]
         sources = _sources(ranked)
+        memories = [_scored(r, "L1", sources) for r in ranked]
         return SearchResult(
             query=request.query,
             intent=analysis.intent,
             recipe=request.recipe or cfg.default_recipe,
-            memories=[_scored(r, "L1", sources) for r in ranked],
+            memories=with_history(self.store, tenant_id, memories) if request.include_history else memories,
         )
 
     def _recipe(self, name: str | None) -> AnyRecipe:
@@ -123,8 +136,14 @@ class RetrievalService:
             known = ", ".join(sorted(self.settings.retrieval.recipes))
             raise UnknownRecipe(f"unknown scoring recipe {name!r}; configured: {known}") from exc
 
-    def _reads(self, as_of: datetime | None) -> MemoryStore | HistoricalReads:
-        """The current store, or the same reads answered as of a past time (S7)."""
+    def _reads(
+        self, as_of: datetime | None, scope: ScopeFilter | None = None
+    ) -> MemoryStore | HistoricalReads | ScopedReads:
+        """The current store, the same reads within a scope (S11), or answered as of a past time (S7)."""
+        if scope is not None and not scope.empty:
+            if as_of is not None:
+                raise BadRequest("scope filters and as_of cannot be combined yet")
+            return ScopedReads(self.store, scope)
         if as_of is None:
             return self.store
         return HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
@@ -134,7 +153,7 @@ class RetrievalService:
         tenant_id: str,
         analysis: QueryAnalysis,
         query_vector: list[float],
-        reads: MemoryStore | HistoricalReads | None = None,
+        reads: MemoryStore | HistoricalReads | ScopedReads | None = None,
         *,
         pinned: int = 0,
     ) -> tuple[list[dict], dict[object, dict[str, float]]]:
@@ -355,3 +374,14 @@ def assemble(query: str, memories: list[ScoredMemory], index: list[str], fmt: st
     if index:
         lines += ["", "## Also in memory", "", ", ".join(index)]
     return "\n".join(lines)
+
+
+def with_history(store: MemoryStore, tenant_id: str, memories: list[ScoredMemory]) -> list[ScoredMemory]:
+    """``include_history`` (S6): each memory with the versions it superseded, read in one statement."""
+    from contextos.store.management import ManagementStore
+
+    chains = ManagementStore(store.db, store.decay).predecessors(tenant_id, [m.id for m in memories])
+    return [
+        m.model_copy(update={"history": [PriorVersion.model_validate(v) for v in chains.get(m.id, [])]})
+        for m in memories
+    ]

@@ -38,6 +38,17 @@ class Dialect:
             case "cockroach":
                 return None
 
+    def index_scans_only_sql(self) -> str | None:
+        """Keep the next query off sequential scans, where every filter it has is indexed.
+
+        CockroachDB's optimizer has no such switch (and its scoped plans were not measured here).
+        """
+        match self.name:
+            case "postgres":
+                return "SET LOCAL enable_seqscan = off"
+            case "cockroach":
+                return None
+
     def try_lock_sql(self) -> str | None:
         """A transaction-scoped try-lock keyed by text (None where the engine has none)."""
         match self.name:

@@ -797,7 +797,7 @@ class MemoryStore:
             return conn.execute(
                 """SELECT DISTINCT m.id, m.label, m.type, m.importance, m.state
                    FROM memory_items i JOIN memories m ON m.tenant_id = i.tenant_id AND m.id = i.memory_id
-                   WHERE i.tenant_id = %s AND i.document_id = %s ORDER BY m.label""",
+                   WHERE i.tenant_id = %s AND i.document_id = %s AND m.forgotten_at IS NULL ORDER BY m.label""",
                 [tenant_id, document_id],
             ).fetchall()
 
@@ -960,7 +960,8 @@ class MemoryStore:
                            m.strength_anchor_at, m.strength, m.band, m.access_count, m.last_accessed_at,
                            m.tier, m.state, m.provenance, m.base_trust, v.embedder_id, m.decay_rate,
                            m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now,
-                           m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.superseded_by
+                           m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.superseded_by,
+                           m.always_load, m.protected, m.user_id, m.agent_id, m.run_id, m.tags, m.metadata, m.version
                     FROM memories m
                     LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                     WHERE m.tenant_id = %s AND m.id = %s""",

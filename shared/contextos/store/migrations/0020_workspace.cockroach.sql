@@ -1,11 +1,5 @@
 -- 0020 (CockroachDB): the same columns and revisions table. The other-tenant id check is a
 -- plain function here (no SECURITY DEFINER), so it sees only the caller's rows and finds none.
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS user_id text;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS agent_id text;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS run_id text;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAULT '{}';
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS metadata jsonb NOT NULL DEFAULT '{}'::jsonb;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS protected boolean NOT NULL DEFAULT false;
 
 CREATE TABLE IF NOT EXISTS memory_revisions (
     tenant_id  text NOT NULL,

@@ -1,11 +1,5 @@
 -- 0020: what the markdown workspace (S10) needs for a faithful round trip and for edits.
--- The scope columns use the same names and types as the scopes migration, so either one may run first.
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS user_id text;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS agent_id text;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS run_id text;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAULT '{}';
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS metadata jsonb NOT NULL DEFAULT '{}'::jsonb;
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS protected boolean NOT NULL DEFAULT false;
+-- The scope columns come from 0018; this adds the revisions an edit keeps and the foreign-id check.
 
 -- An edited memory keeps what it said before: one row per replaced version.
 CREATE TABLE IF NOT EXISTS memory_revisions (

@@ -1,0 +1,252 @@
+"""Scoped retrieval latency (S11 scopes, S14): the full read path at 100k memories with scope
+filters applied, beside the raw pgvector HNSW top-20 on the same data and queries.
+
+Reuses ``benchmarks/retrieval.py``'s corpus, loader and index build (one owner of the benchmark
+data). After the load, every memory gets a scope the way a multi-user deployment would have
+them: one of 50 users (≈2 % of the tenant each), one of 2 agents (≈50 % each), and a tag on 10 %.
+Measured, each with the pipeline ``RetrievalService.context(dry_run=True, query_vector=v)``:
+
+- ``user``: ``scope={"user_id": …}`` — the small-scope path (exact scan through the scope index);
+- ``agent``: ``scope={"agent_id": …}`` — the large-scope path (ANN widened, then filtered);
+- ``tag``: ``scope={"tags": [...]}`` — a tag filter (GIN), ≈10 % of the tenant;
+- ``unscoped``: the same queries with no scope (the present read path, for reference);
+- raw: ``SELECT … ORDER BY embedding <=> $q LIMIT 20`` as the owner, unscoped (the floor).
+
+Every returned memory is checked against its scope (``scope_violations`` must be 0) and the mean
+number returned shows whether a small scope still fills its answer.
+
+Run: ``.venv/bin/python benchmarks/retrieval_scoped.py`` (``--large 20000`` for a quick look).
+Figures go to ``benchmarks/reports/retrieval_scoped.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psycopg
+from contextos.config import Settings
+from contextos.models import ContextRequest
+from contextos.observability import metrics
+from contextos.scopes import ScopeFilter
+from contextos.services.retrieval import RetrievalService
+from contextos.store.db import Database
+from contextos.store.dialect import get_dialect
+from contextos.store.embedded import embedded_database_url
+from contextos.store.migrate import migrate
+from contextos.store.repository import MemoryStore
+from pgvector.psycopg import register_vector
+
+from benchmarks.report import write_report
+from benchmarks.retrieval import (
+    DIM,
+    LARGE_TENANT,
+    RAW_HNSW,
+    build_corpus,
+    build_index,
+    corpus_vectors,
+    load,
+    make_queries,
+    pct,
+    prototypes,
+    timed,
+)
+
+USERS = 50
+AGENTS = 2
+TAG_SHARE = 10  # one memory in this many carries the tag
+
+
+def assign_scopes(url: str, tenant: str) -> dict:
+    """Users, agents and a tag over the loaded memories, set-based, then ANALYZE."""
+    started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            """UPDATE memories SET
+                   user_id = 'user-' || (abs(hashtext(id::text)) %% %(users)s),
+                   agent_id = 'agent-' || (abs(hashtext(id::text || 'a')) %% %(agents)s),
+                   tags = CASE WHEN abs(hashtext(id::text || 't')) %% %(share)s = 0 THEN '{billing}'::text[]
+                               ELSE '{}'::text[] END
+               WHERE tenant_id = %(tenant)s""",
+            {"users": USERS, "agents": AGENTS, "share": TAG_SHARE, "tenant": tenant},
+        )
+        conn.execute("VACUUM ANALYZE memories")
+        sizes = dict(
+            conn.execute(
+                """SELECT 'user-0', count(*) FILTER (WHERE user_id = 'user-0') FROM memories WHERE tenant_id = %(t)s
+                   UNION ALL SELECT 'agent-0', count(*) FILTER (WHERE agent_id = 'agent-0') FROM memories
+                   WHERE tenant_id = %(t)s
+                   UNION ALL SELECT 'billing', count(*) FILTER (WHERE tags @> '{billing}') FROM memories
+                   WHERE tenant_id = %(t)s""",
+                {"t": tenant},
+            ).fetchall()
+        )
+    return {"scope_rows": sizes, "assign_s": round(time.perf_counter() - started, 1)}
+
+
+def in_scope(url: str, tenant: str, ids: set, scope: ScopeFilter | None) -> int:
+    """How many of ``ids`` fall outside ``scope`` (must be 0)."""
+    if scope is None or not ids:
+        return 0
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT id, user_id, agent_id, tags FROM memories WHERE tenant_id = %s AND id = ANY(%s)",
+            [tenant, list(ids)],
+        ).fetchall()
+
+    def outside(user: str, agent: str, tags: list[str]) -> bool:
+        wrong_owner = (scope.user_id and user != scope.user_id) or (scope.agent_id and agent != scope.agent_id)
+        return bool(wrong_owner or (scope.tags and not set(scope.tags) <= set(tags)))
+
+    return sum(1 for _, user, agent, tags in rows if outside(user, agent, tags))
+
+
+def interleaved(
+    service: RetrievalService,
+    url: str,
+    tenant: str,
+    queries: list[str],
+    vectors: np.ndarray,
+    variants: dict[str, list[ScopeFilter | None]],
+    ef_search: int,
+    warmup: int,
+) -> tuple[dict, dict]:
+    """Per query, the raw HNSW top-20 and then every variant's pipeline, back to back: on a shared
+    machine whose load moves by the minute, each ratio compares timings taken at the same moments."""
+
+    def run(q: str, v: np.ndarray, scope: ScopeFilter | None):
+        request = ContextRequest(query=q, dry_run=True, scope=scope)
+        return service.context(tenant, request, query_vector=v.tolist())
+
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    returned: dict[str, list[int]] = {name: [] for name in variants}
+    violations = dict.fromkeys(variants, 0)
+    raw_times: list[float] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+        for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
+            measuring = i >= warmup
+            ms, _ = timed(lambda v=v: conn.execute(RAW_HNSW, [tenant, v]).fetchall())
+            if measuring:
+                raw_times.append(ms)
+            for name, scopes in variants.items():
+                scope = scopes[i % len(scopes)]
+                ms, result = timed(lambda q=q, v=v, scope=scope: run(q, v, scope))
+                metrics.clear_metrics()
+                if not measuring:
+                    continue
+                ids = {m.id for m in result.memories}
+                times[name].append(ms)
+                returned[name].append(len(ids))
+                violations[name] += in_scope(url, tenant, ids, scope)
+    results = {
+        name: {
+            "pipeline": pct(times[name]),
+            "mean_returned": round(float(np.mean(returned[name])), 2),
+            "violations": violations[name],
+        }
+        for name in variants
+    }
+    return results, pct(raw_times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--pool", type=int, default=5_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args()
+    wall = time.perf_counter()
+    settings = Settings()
+    from contextos.embedding.local import LocalMiniLMEmbedder
+
+    embedder = LocalMiniLMEmbedder()
+    protos = prototypes(args.pool, random.Random(7))
+    corpus = build_corpus(LARGE_TENANT, args.large, protos, settings.extraction.generic_modifiers, seed=2)
+    queries = make_queries(corpus, protos, args.queries + args.warmup, seed=4)
+    pool = np.asarray(embedder.embed([p.text() for p in protos]), dtype=np.float32)
+    qvecs = np.asarray(embedder.embed(queries), dtype=np.float32)
+    vectors = corpus_vectors(corpus, pool, seed=6)
+    rng = random.Random(11)
+    users = [ScopeFilter(user_id=f"user-{rng.randrange(USERS)}") for _ in range(25)]
+    agents = [ScopeFilter(agent_id=f"agent-{n}") for n in range(AGENTS)]
+    tags = [ScopeFilter(tags=["billing"])]
+
+    with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+        url = embedded_database_url(Path(tmp))
+        migrate(url, get_dialect("postgres"), DIM, "bench")
+        db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
+        store = MemoryStore(db, settings.decay, settings.merge)
+        service = RetrievalService(settings=settings, store=store, embedder=embedder)
+        loaded = load(url, corpus, vectors, settings, seed=9)
+        scopes = assign_scopes(url, LARGE_TENANT)
+        print(f"{len(corpus)} memories loaded {loaded} {scopes}; building HNSW…", flush=True)
+        loaded["index_s"] = round(build_index(url), 1)
+        variants = {"unscoped": [None], "user": users, "agent": agents, "tag": tags}
+        load_before = os.getloadavg()
+        results, raw = interleaved(
+            service, url, LARGE_TENANT, queries, qvecs, variants, settings.retrieval.hnsw_ef_search, args.warmup
+        )
+        load_after = os.getloadavg()
+        for name, result in results.items():
+            print(f"{name}: {result}", flush=True)
+        print(f"raw: {raw}", flush=True)
+        db.close()
+
+    size = f"{args.large // 1000}k"
+    p95 = results["user"]["pipeline"]["p95"]
+    ratio = p95 / raw["p95"]
+    figures = {
+        f"p95_ms_{size}_scoped": p95,
+        f"p50_ms_{size}_scoped": results["user"]["pipeline"]["p50"],
+        f"raw_hnsw_p95_ms_{size}": raw["p95"],
+        f"raw_hnsw_p50_ms_{size}": raw["p50"],
+        f"scoped_p95_over_raw_p95_{size}": round(ratio, 2),
+        f"target_scoped_le_5x_raw_{size}": "pass" if ratio <= 5 else "fail",
+        f"scoped_p95_over_unscoped_p95_{size}": round(p95 / results["unscoped"]["pipeline"]["p95"], 2),
+        **{f"p95_ms_{size}_{name}": r["pipeline"]["p95"] for name, r in results.items()},
+        **{f"p50_ms_{size}_{name}": r["pipeline"]["p50"] for name, r in results.items()},
+        **{f"{name}_over_raw_p95_{size}": round(r["pipeline"]["p95"] / raw["p95"], 2) for name, r in results.items()},
+        **{f"mean_returned_{name}": r["mean_returned"] for name, r in results.items()},
+        "scope_violations": sum(r["violations"] for r in results.values()),
+        "load_average_1m_before_after": [round(load_before[0], 1), round(load_after[0], 1)],
+        "queries_per_variant": args.queries,
+        "hnsw_ef_search": settings.retrieval.hnsw_ef_search,
+        "exact_scan_max_rows": settings.retrieval.exact_scan_max_rows,
+        "run_s": round(time.perf_counter() - wall, 0),
+        "data": {"load": loaded, "scopes": scopes},
+    }
+    notes = [
+        f"One embedded PostgreSQL 16.2 + pgvector 0.6.2, one tenant of {len(corpus)} memories built by"
+        " benchmarks/retrieval.py's corpus and loader; then every memory gets a user (one of"
+        f" {USERS}), an agent (one of {AGENTS}) and, for one in {TAG_SHARE}, the tag 'billing'.",
+        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v, scope=…), the query embedding"
+        " excluded; the scope varies per query within each variant (25 users, both agents, the tag)."
+        " Raw = the unscoped owner-side pgvector HNSW top-20 at the pipeline's hnsw.ef_search on the same"
+        " data and queries: the floor the target compares against. Per query the raw query and then every"
+        " variant run back to back, so each ratio compares timings taken at the same moments (the machine"
+        f" is shared: 1-minute load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on"
+        f" {os.cpu_count()} cores).",
+        f"Result: the user-scoped pipeline p95 {p95} ms = {ratio:.1f}x raw HNSW p95 {raw['p95']} ms"
+        f" (target ≤ 5x: {'pass' if ratio <= 5 else 'fail'}); agent scope (half the tenant)"
+        f" {results['agent']['pipeline']['p95']} ms, tag scope {results['tag']['pipeline']['p95']} ms, unscoped"
+        f" {results['unscoped']['pipeline']['p95']} ms. Scope violations: {figures['scope_violations']} (every"
+        " returned memory was checked against its scope).",
+    ]
+    path = write_report("retrieval_scoped", figures, title="Scoped retrieval latency", notes=notes)
+    print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

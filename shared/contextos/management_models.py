@@ -1,0 +1,176 @@
+"""The management API's models (S11): listing, editing, forgetting and restoring memories,
+listing and forgetting documents, uploads, and the memory graph. Pure pydantic."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextos.models import Band, DocumentStatus, MemoryType
+from contextos.scopes import ScopeFilter
+
+
+class MemoryListQuery(ScopeFilter):
+    """``GET /v1/memories``: every given filter must hold; newest first; cursor pagination."""
+
+    band: Band | None = None
+    type: MemoryType | None = None
+    state: Literal["active", "superseded", "archived"] | None = None
+    tier: Literal["hot", "cold"] | None = None
+    prefix: str | None = Field(default=None, min_length=1, max_length=200, description="Label starts with this.")
+    limit: int = Field(default=50, ge=1, le=500)
+    cursor: str | None = Field(default=None, max_length=200)
+
+
+class MemoryListItem(BaseModel):
+    id: UUID
+    label: str
+    definition: str
+    type: str
+    importance: int
+    strength: float
+    band: Band
+    tier: str
+    state: str
+    provenance: str
+    always_load: bool
+    protected: bool
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryPage(BaseModel):
+    memories: list[MemoryListItem]
+    next_cursor: str | None = None
+
+
+class MemoryPatch(BaseModel):
+    """``PATCH /v1/memories/{id}``: only the fields given change. A protected memory refuses every
+    edit unless ``unlock`` is true (unprotecting it is an edit too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str | None = Field(default=None, min_length=1, max_length=200)
+    definition: str | None = Field(default=None, min_length=1, max_length=8000)
+    importance: int | None = Field(default=None, ge=1, le=10)
+    type: MemoryType | None = None
+    tags: list[str] | None = Field(default=None, max_length=50)
+    metadata: dict[str, Any] | None = None
+    always_load: bool | None = None
+    protected: bool | None = None
+    user_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200)
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    unlock: bool = Field(default=False, description="Required to edit a protected memory.")
+
+    def changes(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump(exclude_unset=True, mode="json").items() if k != "unlock"}
+
+
+class MemoryEdited(BaseModel):
+    id: UUID
+    version: int
+    changed: list[str]
+    reembedded: bool
+
+
+class MemoryForgotten(BaseModel):
+    id: UUID
+    forgotten: bool
+    cold_copy_removed: bool
+
+
+class MemoryRestored(BaseModel):
+    id: UUID
+    restored: Literal["supersession", "forget"]
+    state: str
+
+
+class DocumentListQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: DocumentStatus | None = None
+    user_id: str | None = Field(default=None, max_length=200)
+    limit: int = Field(default=50, ge=1, le=500)
+    cursor: str | None = Field(default=None, max_length=200)
+
+
+class DocumentListItem(BaseModel):
+    id: UUID
+    filename: str | None
+    source_type: str | None
+    status: DocumentStatus
+    error: str | None = None
+    provenance: str
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime
+
+
+class DocumentPage(BaseModel):
+    documents: list[DocumentListItem]
+    next_cursor: str | None = None
+
+
+class DocumentForgotten(BaseModel):
+    """What forgetting a document removed: memories it alone taught, occurrences it added to
+    memories that other sources still hold, and its raw copies."""
+
+    id: UUID
+    memories_forgotten: int
+    memories_kept: int
+    items_removed: int
+    cold_copies_removed: int
+    raw_objects_removed: int
+
+
+class UploadRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    filename: str = Field(min_length=1, max_length=512)
+    content_type: str | None = Field(default=None, max_length=255)
+
+
+class UploadTicket(BaseModel):
+    """PUT the file's bytes to ``url`` (with ``headers``) before ``expires_at``; ingestion follows."""
+
+    url: str
+    method: Literal["PUT"] = "PUT"
+    key: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    expires_at: datetime
+
+
+class GraphNode(BaseModel):
+    id: UUID
+    label: str
+    type: str
+    band: Band
+    importance: int
+    community: int | None = None
+    hops: int = 0
+
+
+class GraphEdge(BaseModel):
+    src: UUID
+    dst: UUID
+    type: str
+    weight: float
+
+
+class MemoryGraph(BaseModel):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    truncated: bool = False

@@ -1,0 +1,175 @@
+"""What the MCP tools call: one `Backend` shape, served by the in-process services (the local store)
+or by a deployed API through the SDK. Both raise `BackendError` with the API's stable code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
+from uuid import UUID
+
+from pydantic import BaseModel, ValidationError
+
+from contextos.models import Provenance
+
+
+class BackendError(Exception):
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.details = status, code, message, details
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling, as the credential says: never from a tool's arguments."""
+
+    tenant_id: str
+    subject: str
+    ceiling: Provenance = Provenance.agent_turn
+    api_key: str | None = None  # passed on to a deployed API
+
+
+# The HTTP transport sets the caller per request (from its API key); stdio has one caller.
+current_caller: ContextVar[Caller | None] = ContextVar("contextos_mcp_caller", default=None)
+
+
+class Backend(Protocol):
+    def context(self, query: str, **options: Any) -> BaseModel: ...
+    def search(self, query: str, **options: Any) -> BaseModel: ...
+    def add_memory(self, label: str, definition: str, **fields: Any) -> BaseModel: ...
+    def forget_memory(self, memory_id: str, *, reason: str | None = None) -> BaseModel: ...
+    def append_message(self, session_id: str, role: str, content: str) -> BaseModel: ...
+    def end_session(self, session_id: str) -> BaseModel: ...
+    def list_memories(self, **filters: Any) -> BaseModel: ...
+    def get_memory(self, memory_id: str) -> BaseModel: ...
+
+
+class LocalBackend:
+    """The in-process services on this machine's store (what ``contextos dev`` serves)."""
+
+    def __init__(self, caller: Callable[[], Caller]) -> None:
+        self._caller = caller
+
+    def _call(self, fn: Callable[[Caller], BaseModel]) -> BaseModel:
+        from contextos.errors import ContextOSError
+
+        try:
+            return fn(self._caller())
+        except ContextOSError as exc:
+            raise BackendError(exc.status, exc.code, exc.message, exc.details or None) from exc
+        except ValidationError as exc:
+            details = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+            raise BackendError(422, "validation_error", "the arguments do not match the schema", details) from exc
+
+    def context(self, query: str, **options: Any) -> BaseModel:
+        from contextos import container
+        from contextos.models import ContextRequest
+
+        return self._call(lambda c: container.retrieval().context(c.tenant_id, ContextRequest(query=query, **options)))
+
+    def search(self, query: str, **options: Any) -> BaseModel:
+        from contextos import container
+        from contextos.models import SearchRequest
+
+        return self._call(lambda c: container.retrieval().search(c.tenant_id, SearchRequest(query=query, **options)))
+
+    def add_memory(self, label: str, definition: str, **fields: Any) -> BaseModel:
+        from contextos import container
+        from contextos.governance_models import MemoryCreate
+
+        def run(c: Caller) -> BaseModel:
+            request = MemoryCreate(label=label, definition=definition, **fields)
+            return container.governance().create_memory(c.tenant_id, request, actor=c.subject, ceiling=c.ceiling)
+
+        return self._call(run)
+
+    def forget_memory(self, memory_id: str, *, reason: str | None = None) -> BaseModel:
+        from contextos import container
+
+        return self._call(
+            lambda c: container.memories().forget(c.tenant_id, _uuid(memory_id), actor=c.subject, reason=reason)
+        )
+
+    def append_message(self, session_id: str, role: str, content: str) -> BaseModel:
+        from contextos import container
+        from contextos.conversations import MessageCreate
+
+        return self._call(
+            lambda c: container.conversations().append(
+                c.tenant_id, c.ceiling, session_id, MessageCreate(role=role, content=content)
+            )
+        )
+
+    def end_session(self, session_id: str) -> BaseModel:
+        from contextos import container
+
+        return self._call(lambda c: container.conversations().end(c.tenant_id, session_id))
+
+    def list_memories(self, **filters: Any) -> BaseModel:
+        from contextos import container
+        from contextos.management_models import MemoryListQuery
+
+        return self._call(lambda c: container.memories().list(c.tenant_id, MemoryListQuery(**filters)))
+
+    def get_memory(self, memory_id: str) -> BaseModel:
+        from contextos import container
+
+        return self._call(lambda c: container.memories().get(c.tenant_id, _uuid(memory_id)))
+
+
+class ApiBackend:
+    """A deployed (or the local) HTTP API through the SDK, with a fixed key or the caller's own."""
+
+    def __init__(self, base_url: str, api_key: str | None = None) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self._clients: dict[str | None, Any] = {}
+
+    def _client(self) -> Any:
+        from contextos.sdk import Client
+
+        caller = current_caller.get()
+        key = self.api_key or (caller.api_key if caller else None)
+        if key not in self._clients:
+            self._clients[key] = Client(self.base_url, api_key=key)
+        return self._clients[key]
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> BaseModel:
+        from contextos.sdk import ApiError
+
+        try:
+            return getattr(self._client(), name)(*args, **kwargs)
+        except ApiError as exc:
+            raise BackendError(exc.status, exc.code, exc.message, exc.details) from exc
+
+    def context(self, query: str, **options: Any) -> BaseModel:
+        return self._call("context", query, **options)
+
+    def search(self, query: str, **options: Any) -> BaseModel:
+        return self._call("search", query, **options)
+
+    def add_memory(self, label: str, definition: str, **fields: Any) -> BaseModel:
+        return self._call("add_memory", label, definition, **fields)
+
+    def forget_memory(self, memory_id: str, *, reason: str | None = None) -> BaseModel:
+        return self._call("forget_memory", memory_id, reason=reason)
+
+    def append_message(self, session_id: str, role: str, content: str) -> BaseModel:
+        return self._call("append_message", session_id, role, content)
+
+    def end_session(self, session_id: str) -> BaseModel:
+        return self._call("end_session", session_id)
+
+    def list_memories(self, **filters: Any) -> BaseModel:
+        return self._call("list_memories", **filters)
+
+    def get_memory(self, memory_id: str) -> BaseModel:
+        return self._call("get_memory", memory_id)
+
+
+def _uuid(value: str) -> UUID:
+    try:
+        return UUID(str(value))
+    except ValueError as exc:
+        raise BackendError(422, "validation_error", f"{value!r} is not a memory id") from exc

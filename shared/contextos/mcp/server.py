@@ -1,0 +1,261 @@
+"""ContextOS as an MCP server (mcp SDK 2.x ``MCPServer``): tools written for a model to use well,
+memories as resources, errors as MCP errors whose ``data.code`` is the API's stable code.
+
+``build_server(backend)`` is transport-free; ``http_app(backend, keys)`` is the streamable HTTP
+ASGI app (mount it at ``/mcp``), which takes the caller from an API key on every request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+from pydantic import BaseModel, Field
+
+from contextos.mcp.backend import Backend, BackendError, Caller, current_caller
+
+INSTRUCTIONS = """ContextOS is your long-term memory. Before answering anything that may depend on what \
+you were told before (preferences, decisions, facts about people, projects or systems), call \
+get_context with the user's question and use what it returns. When you learn something worth \
+keeping, call save_memory with a short label and a one-sentence definition. Pass user_id (and \
+agent_id/run_id when you have them) so each person's memories stay theirs."""
+
+MemoryKind = Literal[
+    "fact", "decision", "preference", "problem", "entity", "event", "code", "rule", "skill", "task", "context"
+]
+
+
+def _scope(user_id: str | None, agent_id: str | None, run_id: str | None, tags: list[str] | None) -> dict | None:
+    scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "tags": tags or []}
+    return {k: v for k, v in scope.items() if v} or None
+
+
+def _mcp_error(exc: BackendError) -> MCPError:
+    code = INVALID_PARAMS if 400 <= exc.status < 500 else INTERNAL_ERROR
+    data = {"code": exc.code, "status": exc.status} | ({"details": exc.details} if exc.details else {})
+    return MCPError(code=code, message=f"{exc.code}: {exc.message}", data=data)
+
+
+async def _run(fn: Callable[[], BaseModel]) -> dict[str, Any]:
+    """A backend call off the event loop (the services are synchronous), as JSON-ready data."""
+    caller = current_caller.get()
+
+    def call() -> BaseModel:
+        token = current_caller.set(caller)  # worker threads do not inherit the request's context
+        try:
+            return fn()
+        finally:
+            current_caller.reset(token)
+
+    try:
+        result = await anyio.to_thread.run_sync(call)
+    except BackendError as exc:
+        raise _mcp_error(exc) from exc
+    return result.model_dump(mode="json")
+
+
+def build_server(backend: Backend) -> MCPServer:
+    server = MCPServer("contextos", instructions=INSTRUCTIONS, version="0.1.0")
+
+    @server.tool()
+    async def get_context(
+        query: Annotated[str, Field(description="The user's question or the task at hand, in plain words.")],
+        user_id: Annotated[str | None, Field(description="Only this user's memories.")] = None,
+        agent_id: Annotated[str | None, Field(description="Only this agent's memories.")] = None,
+        run_id: Annotated[str | None, Field(description="Only this run's memories.")] = None,
+        token_budget: Annotated[int | None, Field(ge=16, le=200_000, description="Tokens the block may use.")] = None,
+        session_id: Annotated[str | None, Field(description="The conversation this question belongs to.")] = None,
+    ) -> dict[str, Any]:
+        """Recall what is known that bears on a question: a ranked, token-budgeted markdown block of
+        relevant memories (strongest and most relevant first). Call it before answering anything that
+        may depend on earlier conversations, documents, preferences or decisions. Recalled memories
+        are reinforced, so what keeps being useful is remembered longer."""
+        options = {"scope": _scope(user_id, agent_id, run_id, None), "token_budget": token_budget}
+        options |= {"session_id": session_id}
+        result = await _run(lambda: backend.context(query, **{k: v for k, v in options.items() if v is not None}))
+        return {
+            "context": result["context"],
+            "tokens_used": result["tokens_used"],
+            "memories": [{"id": m["id"], "label": m["label"], "type": m["type"]} for m in result["memories"]],
+        }
+
+    @server.tool()
+    async def save_memory(
+        label: Annotated[str, Field(min_length=1, max_length=200, description="A short name: 'Deploy window'.")],
+        definition: Annotated[
+            str, Field(min_length=1, max_length=8000, description="One or two self-contained sentences.")
+        ],
+        type: Annotated[MemoryKind, Field(description="What kind of knowledge this is.")] = "fact",
+        importance: Annotated[int, Field(ge=1, le=10, description="1 trivia … 10 must never be lost.")] = 5,
+        user_id: Annotated[str | None, Field(description="The user this memory is about or belongs to.")] = None,
+        agent_id: Annotated[str | None, Field(description="The agent that owns it.")] = None,
+        run_id: Annotated[str | None, Field(description="The run or task it belongs to.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Free labels for filtering later.")] = None,
+    ) -> dict[str, Any]:
+        """Remember something worth keeping beyond this conversation: a fact, a decision, a preference,
+        a rule. It is checked for trust and for contradictions with what is already known: a newer
+        contradicting statement supersedes the older one, and low-trust text waits for a person's
+        review (status 'held'). One idea per call; do not save the conversation itself."""
+        fields = {"type": type, "importance": importance, "user_id": user_id, "agent_id": agent_id}
+        fields |= {"run_id": run_id, "tags": tags or []}
+        return await _run(lambda: backend.add_memory(label, definition, **{k: v for k, v in fields.items() if v}))
+
+    @server.tool()
+    async def search_memories(
+        query: Annotated[str, Field(description="What to look for.")],
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+        user_id: Annotated[str | None, Field(description="Only this user's memories.")] = None,
+        agent_id: Annotated[str | None, Field(description="Only this agent's memories.")] = None,
+        run_id: Annotated[str | None, Field(description="Only this run's memories.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories holding all these tags.")] = None,
+    ) -> dict[str, Any]:
+        """Find memories matching a query, best first, with their ids and scores, without changing
+        anything (no reinforcement). Use it to find a memory to inspect, correct or forget; use
+        get_context to answer a question."""
+        options = {"limit": limit, "scope": _scope(user_id, agent_id, run_id, tags)}
+        result = await _run(lambda: backend.search(query, **{k: v for k, v in options.items() if v is not None}))
+        return {
+            "memories": [
+                {
+                    "id": m["id"],
+                    "label": m["label"],
+                    "definition": m["definition"],
+                    "type": m["type"],
+                    "band": m["band"],
+                    "score": round(m["score"]["relevance"], 4),
+                }
+                for m in result["memories"]
+            ]
+        }
+
+    @server.tool()
+    async def forget_memory(
+        memory_id: Annotated[str, Field(description="The id from search_memories or list_memories.")],
+        reason: Annotated[str | None, Field(max_length=500, description="Why, for the audit log.")] = None,
+    ) -> dict[str, Any]:
+        """Forget one memory: it leaves every context, search and list at once, and the decision is
+        audit-logged. Use it when the user asks you to forget something or a memory is wrong. A
+        protected memory refuses (error code memory_protected)."""
+        return await _run(lambda: backend.forget_memory(memory_id, reason=reason))
+
+    @server.tool()
+    async def log_session(
+        session_id: Annotated[str, Field(min_length=1, max_length=200, description="A stable id per conversation.")],
+        role: Annotated[Literal["user", "assistant", "tool", "system", "third_party"], Field()],
+        content: Annotated[str, Field(min_length=1, description="The turn's text, verbatim.")],
+        end: Annotated[
+            bool, Field(description="True on the conversation's last turn: it is then learned from.")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Record one turn of the conversation. Turns are buffered and learned from later (in the
+        background, and when the session ends), so you do not need to save_memory what was said."""
+        appended = await _run(lambda: backend.append_message(session_id, role, content))
+        if end:
+            appended["session"] = await _run(lambda: backend.end_session(session_id))
+        return appended
+
+    @server.tool()
+    async def get_skill(
+        name: Annotated[str, Field(min_length=1, max_length=200, description="The skill's name, e.g. 'release'.")],
+    ) -> dict[str, Any]:
+        """Fetch a stored skill (a how-to: the steps for a recurring task) by name, with its full text.
+        Error code not_found when no skill has that name: then search_memories may find a near one."""
+        page = await _run(lambda: backend.list_memories(type="skill", state="active", prefix=name, limit=20))
+        wanted = name.strip().lower()
+        found = [m for m in page["memories"] if m["label"].strip().lower() == wanted] or page["memories"]
+        if not found:
+            raise _mcp_error(BackendError(404, "not_found", f"no skill named {name!r}"))
+        return await _run(lambda: backend.get_memory(found[0]["id"]))
+
+    @server.tool()
+    async def list_memories(
+        type: Annotated[MemoryKind | None, Field(description="Only this kind.")] = None,
+        user_id: Annotated[str | None, Field(description="Only this user's memories.")] = None,
+        agent_id: Annotated[str | None, Field()] = None,
+        run_id: Annotated[str | None, Field()] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories holding all these tags.")] = None,
+        prefix: Annotated[str | None, Field(description="Labels starting with this.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
+    ) -> dict[str, Any]:
+        """List stored memories, newest first, with filters; page on with next_cursor. For browsing
+        and housekeeping; to answer a question use get_context."""
+        filters = {"type": type, "user_id": user_id, "agent_id": agent_id, "run_id": run_id, "prefix": prefix}
+        filters |= {"tags": tags or [], "limit": limit, "cursor": cursor}
+        return await _run(lambda: backend.list_memories(**{k: v for k, v in filters.items() if v}))
+
+    @server.tool()
+    async def get_memory(
+        memory_id: Annotated[str, Field(description="A memory id.")],
+    ) -> dict[str, Any]:
+        """One memory in full: its definition, strength and band now, trust, state, and every source
+        (document or conversation) it was learned from."""
+        return await _run(lambda: backend.get_memory(memory_id))
+
+    @server.resource("contextos://memories/{memory_id}", mime_type="application/json")
+    async def memory_resource(memory_id: str) -> str:
+        """One memory, as JSON."""
+        return json.dumps(await _run(lambda: backend.get_memory(memory_id)))
+
+    @server.resource("contextos://memories", mime_type="application/json")
+    async def recent_memories() -> str:
+        """The 50 newest memories, as JSON."""
+        return json.dumps(await _run(lambda: backend.list_memories(limit=50)))
+
+    return server
+
+
+def http_app(backend: Backend, identify: Callable[[str], Caller | None], *, path: str = "/mcp") -> Any:
+    """The streamable HTTP transport as an ASGI app. Every request must carry an API key
+    (``x-api-key`` or ``Authorization: Bearer``); ``identify`` turns it into the caller, and the
+    tools then act for that caller's tenant only."""
+    from contextos.auth import presented_key
+
+    inner = build_server(backend).streamable_http_app(
+        streamable_http_path=path, stateless_http=True, json_response=True
+    )
+
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        key = presented_key(headers)
+        caller = await anyio.to_thread.run_sync(identify, key) if key else None
+        if caller is None:
+            body = json.dumps({"error": {"code": "unauthorized", "message": "a valid API key is required"}}).encode()
+            await send(
+                {"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        token = current_caller.set(caller)
+        try:
+            await inner(scope, receive, send)
+        finally:
+            current_caller.reset(token)
+
+    return app
+
+
+def key_identifier(keys: Any) -> Callable[[str], Caller | None]:
+    """A presented key → the caller, through the same key store the API's authorizer uses."""
+    from contextos.models import Provenance
+
+    def identify(key: str) -> Caller | None:
+        identity = keys.identify(key)
+        if identity is None:
+            return None
+        return Caller(
+            tenant_id=identity.tenant_id,
+            subject=identity.name,
+            ceiling=Provenance(identity.provenance_ceiling),
+            api_key=key,
+        )
+
+    return identify

@@ -1,0 +1,409 @@
+"""The Python SDK (S11): ``contextos.Client`` and ``contextos.AsyncClient`` over httpx, typed with
+the API's own models, cursor iterators, retries with backoff on 429 and 5xx, and errors raised as
+`ApiError` carrying the API's stable code.
+
+    from contextos import Client
+
+    with Client("http://127.0.0.1:8787", api_key="ctx_local_dev_key") as ctx:
+        ctx.add_memory("Deploy window", "Deploys happen on Tuesday mornings.", user_id="ana")
+        print(ctx.context("when do we deploy?", scope={"user_id": "ana"}).context)
+
+Imports only httpx and the pure model modules: no database driver, no AWS SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+from uuid import UUID
+
+import httpx
+from pydantic import BaseModel
+
+from contextos.conversations import MessageAppended, SessionView
+from contextos.governance_models import AuditPage, MemoryAdmission, MemoryHistory, ReviewOutcome, ReviewPage
+from contextos.management_models import (
+    DocumentForgotten,
+    DocumentListItem,
+    DocumentPage,
+    MemoryEdited,
+    MemoryForgotten,
+    MemoryGraph,
+    MemoryListItem,
+    MemoryPage,
+    MemoryRestored,
+    UploadTicket,
+)
+from contextos.models import (
+    ContextResult,
+    DocumentAccepted,
+    DocumentMemories,
+    DocumentRecord,
+    MemoryDetail,
+    ReminderAcknowledged,
+    ReminderPage,
+    SearchResult,
+)
+from contextos.reports import GovernanceReport, HealthReport
+
+M = TypeVar("M", bound=BaseModel)
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class ApiError(Exception):
+    """An error answer of the ContextOS API: ``code`` is stable (``not_found``, ``memory_protected``…)."""
+
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+def _error(response: httpx.Response) -> ApiError:
+    try:
+        error = response.json().get("error") or {}
+    except ValueError:
+        error = {}
+    return ApiError(
+        response.status_code,
+        str(error.get("code") or f"http_{response.status_code}"),
+        str(error.get("message") or response.reason_phrase),
+        error.get("details"),
+    )
+
+
+def _delay(attempt: int, response: httpx.Response | None, backoff_s: float) -> float:
+    """Retry-After when the server gives one, else exponential backoff with full jitter."""
+    if response is not None and (after := response.headers.get("retry-after")):
+        try:
+            return min(float(after), 30.0)
+        except ValueError:
+            pass
+    return random.uniform(0, backoff_s * (2**attempt))
+
+
+def _clean(params: dict[str, Any]) -> dict[str, Any]:
+    """Query parameters without the unset ones; lists stay lists (repeated keys)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None or value == []:
+            continue
+        out[key] = [str(v) for v in value] if isinstance(value, list | tuple) else str(value)
+    return out
+
+
+def _memory_filters(filters: dict[str, Any]) -> dict[str, Any]:
+    tags = filters.pop("tags", None)
+    metadata = filters.pop("metadata", None) or {}
+    params = dict(filters)
+    if tags:
+        params["tag"] = list(tags)
+    if metadata:
+        params["metadata"] = [f"{k}={v if isinstance(v, str) else str(v).lower()}" for k, v in metadata.items()]
+    return _clean(params)
+
+
+class Client:
+    """A synchronous client of the ContextOS API."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.25,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"x-api-key": api_key} if api_key else {}
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+        )
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- the wire ----------------------------------------------------------------------------
+    def request(self, method: str, path: str, *, params: dict | None = None, json: Any = None) -> Any:
+        """One API call with retries on 429/5xx and connection failures; the decoded JSON body."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._http.request(method, path, params=params, json=json)
+            except httpx.TransportError:
+                if attempt == self.max_retries:
+                    raise
+                time.sleep(_delay(attempt, None, self.backoff_s))
+                continue
+            if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
+                time.sleep(_delay(attempt, response, self.backoff_s))
+                continue
+            if response.is_error:
+                raise _error(response)
+            return response.json() if response.content else None
+        raise AssertionError("unreachable")
+
+    def _get(self, model: type[M], method: str, path: str, *, params: dict | None = None, json: Any = None) -> M:
+        return model.model_validate(self.request(method, path, params=params, json=json))
+
+    def _pages(self, fetch: Callable[[str | None], Any], items: str) -> Iterator[Any]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from getattr(page, items)
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    # -- context and search ------------------------------------------------------------------
+    def context(self, query: str, **options: Any) -> ContextResult:
+        """``POST /v1/context``: options as the API's ContextRequest (scope, token_budget, dry_run…)."""
+        return self._get(ContextResult, "POST", "/v1/context", json={"query": query, **options})
+
+    def search(self, query: str, **options: Any) -> SearchResult:
+        return self._get(SearchResult, "POST", "/v1/search", json={"query": query, **options})
+
+    # -- memories ----------------------------------------------------------------------------
+    def add_memory(self, label: str, definition: str, **fields: Any) -> MemoryAdmission:
+        """``POST /v1/memories``: type, importance, provenance, user_id, agent_id, run_id, tags, metadata."""
+        return self._get(
+            MemoryAdmission, "POST", "/v1/memories", json={"label": label, "definition": definition, **fields}
+        )
+
+    def get_memory(self, memory_id: UUID | str) -> MemoryDetail:
+        return self._get(MemoryDetail, "GET", f"/v1/memories/{memory_id}")
+
+    def list_memories(self, *, cursor: str | None = None, limit: int = 50, **filters: Any) -> MemoryPage:
+        """Filters: band, type, state, tier, user_id, agent_id, run_id, tags, metadata, prefix."""
+        params = _memory_filters(filters | {"cursor": cursor, "limit": limit})
+        return self._get(MemoryPage, "GET", "/v1/memories", params=params)
+
+    def iter_memories(self, **filters: Any) -> Iterator[MemoryListItem]:
+        return self._pages(lambda c: self.list_memories(cursor=c, **filters), "memories")
+
+    def edit_memory(self, memory_id: UUID | str, **changes: Any) -> MemoryEdited:
+        """``PATCH``: label, definition, importance, type, tags, metadata, always_load, protected, unlock."""
+        return self._get(MemoryEdited, "PATCH", f"/v1/memories/{memory_id}", json=changes)
+
+    def forget_memory(self, memory_id: UUID | str, *, reason: str | None = None) -> MemoryForgotten:
+        return self._get(MemoryForgotten, "DELETE", f"/v1/memories/{memory_id}", params=_clean({"reason": reason}))
+
+    def restore_memory(self, memory_id: UUID | str) -> MemoryRestored:
+        return self._get(MemoryRestored, "POST", f"/v1/memories/{memory_id}/restore")
+
+    def memory_history(self, memory_id: UUID | str) -> MemoryHistory:
+        return self._get(MemoryHistory, "GET", f"/v1/memories/{memory_id}/history")
+
+    def memory_graph(self, memory_id: UUID | str, *, hops: int = 2, limit: int = 200) -> MemoryGraph:
+        return self._get(MemoryGraph, "GET", f"/v1/memories/{memory_id}/graph", params={"hops": hops, "limit": limit})
+
+    def graph(self, *, limit: int = 300, **scope: Any) -> MemoryGraph:
+        return self._get(MemoryGraph, "GET", "/v1/graph", params=_clean({"limit": limit, **scope}))
+
+    # -- documents ---------------------------------------------------------------------------
+    def add_document(
+        self, text: str | None = None, *, data: bytes | None = None, filename: str | None = None, **fields: Any
+    ) -> DocumentAccepted:
+        """Text, or bytes (sent base64) with a filename; provenance and metadata as the API takes them."""
+        body: dict[str, Any] = {"filename": filename, **fields}
+        if data is not None:
+            body["content_base64"] = base64.b64encode(data).decode()
+        else:
+            body["text"] = text
+        return self._get(
+            DocumentAccepted, "POST", "/v1/documents", json={k: v for k, v in body.items() if v is not None}
+        )
+
+    def get_document(self, document_id: UUID | str) -> DocumentRecord:
+        return self._get(DocumentRecord, "GET", f"/v1/documents/{document_id}")
+
+    def document_memories(self, document_id: UUID | str) -> DocumentMemories:
+        return self._get(DocumentMemories, "GET", f"/v1/documents/{document_id}/memories")
+
+    def list_documents(
+        self, *, status: str | None = None, cursor: str | None = None, limit: int = 50, user_id: str | None = None
+    ) -> DocumentPage:
+        params = _clean({"status": status, "cursor": cursor, "limit": limit, "user_id": user_id})
+        return self._get(DocumentPage, "GET", "/v1/documents", params=params)
+
+    def iter_documents(self, **filters: Any) -> Iterator[DocumentListItem]:
+        return self._pages(lambda c: self.list_documents(cursor=c, **filters), "documents")
+
+    def forget_document(self, document_id: UUID | str) -> DocumentForgotten:
+        return self._get(DocumentForgotten, "DELETE", f"/v1/documents/{document_id}")
+
+    def upload_url(self, filename: str, *, content_type: str | None = None) -> UploadTicket:
+        body = {"filename": filename} | ({"content_type": content_type} if content_type else {})
+        return self._get(UploadTicket, "POST", "/v1/uploads", json=body)
+
+    def upload_file(self, path: str | Path, *, content_type: str | None = None) -> UploadTicket:
+        """Ask for a presigned URL and PUT the file there; ingestion starts when it lands."""
+        path = Path(path)
+        ticket = self.upload_url(path.name, content_type=content_type)
+        response = httpx.put(ticket.url, content=path.read_bytes(), headers=ticket.headers, timeout=300)
+        if response.is_error:
+            raise ApiError(response.status_code, "upload_failed", "the storage service refused the upload")
+        return ticket
+
+    # -- sessions ----------------------------------------------------------------------------
+    def append_message(self, session_id: str, role: str, content: str, **fields: Any) -> MessageAppended:
+        body = {"role": role, "content": content, **fields}
+        return self._get(MessageAppended, "POST", f"/v1/sessions/{session_id}/messages", json=body)
+
+    def get_session(self, session_id: str) -> SessionView:
+        return self._get(SessionView, "GET", f"/v1/sessions/{session_id}")
+
+    def end_session(self, session_id: str) -> SessionView:
+        return self._get(SessionView, "POST", f"/v1/sessions/{session_id}/end")
+
+    # -- governance --------------------------------------------------------------------------
+    def review(self, *, status: str = "pending", cursor: str | None = None) -> ReviewPage:
+        return self._get(ReviewPage, "GET", "/v1/review", params=_clean({"status": status, "cursor": cursor}))
+
+    def promote(self, review_id: UUID | str, *, reason: str) -> ReviewOutcome:
+        return self._get(ReviewOutcome, "POST", f"/v1/review/{review_id}/promote", json={"reason": reason})
+
+    def reject(self, review_id: UUID | str, *, reason: str) -> ReviewOutcome:
+        return self._get(ReviewOutcome, "POST", f"/v1/review/{review_id}/reject", json={"reason": reason})
+
+    def audit(self, *, cursor: str | None = None, memory_id: UUID | str | None = None) -> AuditPage:
+        return self._get(AuditPage, "GET", "/v1/audit", params=_clean({"cursor": cursor, "memory_id": memory_id}))
+
+    def reminders(self, *, include_acknowledged: bool = False, cursor: str | None = None) -> ReminderPage:
+        params = _clean({"include_acknowledged": str(include_acknowledged).lower(), "cursor": cursor})
+        return self._get(ReminderPage, "GET", "/v1/reminders", params=params)
+
+    def acknowledge_reminder(self, reminder_id: UUID | str) -> ReminderAcknowledged:
+        return self._get(ReminderAcknowledged, "POST", f"/v1/reminders/{reminder_id}/acknowledge")
+
+    def health(self) -> HealthReport:
+        return self._get(HealthReport, "GET", "/v1/health")
+
+    def governance(self) -> GovernanceReport:
+        return self._get(GovernanceReport, "GET", "/v1/governance")
+
+
+class AsyncClient:
+    """The same API with ``await``: each method of `Client` as a coroutine (iterators are async)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.25,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"x-api-key": api_key} if api_key else {}
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+        )
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        # The routes are described once, by the sync client: it builds each call without sending it.
+        self._routes = _Recorder()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def request(self, method: str, path: str, *, params: dict | None = None, json: Any = None) -> Any:
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await self._http.request(method, path, params=params, json=json)
+            except httpx.TransportError:
+                if attempt == self.max_retries:
+                    raise
+                await asyncio.sleep(_delay(attempt, None, self.backoff_s))
+                continue
+            if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
+                await asyncio.sleep(_delay(attempt, response, self.backoff_s))
+                continue
+            if response.is_error:
+                raise _error(response)
+            return response.json() if response.content else None
+        raise AssertionError("unreachable")
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Every `Client` method, awaited: the call is described by the sync method, sent here."""
+        method = getattr(Client, name, None)
+        if method is None or name.startswith("_") or name in {"request", "close"}:
+            raise AttributeError(name)
+        if name.startswith("iter_"):
+            lister = "list_" + name.removeprefix("iter_")
+            items = "memories" if lister == "list_memories" else "documents"
+            return lambda **filters: self._iterate(lister, items, filters)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            planned = self._routes.plan(name, *args, **kwargs)
+            body = await self.request(planned.method, planned.path, params=planned.params, json=planned.json)
+            return planned.model.model_validate(body) if planned.model else body
+
+        return call
+
+    async def _iterate(self, lister: str, items: str, filters: dict[str, Any]) -> AsyncIterator[Any]:
+        cursor: str | None = None
+        while True:
+            page = await getattr(self, lister)(cursor=cursor, **filters)
+            for item in getattr(page, items):
+                yield item
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+
+class _Planned:
+    def __init__(self, method: str, path: str, params: dict | None, json: Any, model: type[BaseModel] | None) -> None:
+        self.method, self.path, self.params, self.json, self.model = method, path, params, json, model
+
+
+class _Recorder(Client):
+    """A `Client` whose wire records the call instead of sending it (for `AsyncClient`)."""
+
+    def __init__(self) -> None:  # no HTTP client: nothing is ever sent from here
+        self._last: _Planned | None = None
+        self._model: type[BaseModel] | None = None
+
+    def request(self, method: str, path: str, *, params: dict | None = None, json: Any = None) -> Any:
+        self._last = _Planned(method, path, params, json, None)
+        raise _Captured
+
+    def _get(self, model: type[M], method: str, path: str, *, params: dict | None = None, json: Any = None) -> M:
+        self._last = _Planned(method, path, params, json, model)
+        raise _Captured
+
+    def plan(self, name: str, *args: Any, **kwargs: Any) -> _Planned:
+        if name == "upload_file":
+            raise AttributeError("AsyncClient.upload_file: use upload_url and PUT the bytes with httpx.AsyncClient")
+        try:
+            getattr(Client, name)(self, *args, **kwargs)
+        except _Captured:
+            assert self._last is not None
+            return self._last
+        raise AssertionError(f"{name} sent no request")
+
+
+class _Captured(Exception):
+    pass

@@ -1,0 +1,63 @@
+-- 0018 (CockroachDB; as the PostgreSQL file without its operator classes): scopes on documents, memories and
+-- sessions; the management reads (list with filters, cursor order); forgetting and edit history.
+--
+-- The tenant stays the security wall; scopes only organise what a tenant holds, so they are plain
+-- nullable columns filtered beside tenant_id. The partial btrees cover live memories only and carry
+-- the id, so the scoped read path finds a scope's ids without visiting the memories' rows (CockroachDB
+-- indexes hold the primary key anyway).
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS user_id text;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS agent_id text;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS run_id text;
+-- A forgotten memory leaves every read: state 'archived' (which no read of the present or the
+-- past admits) with forgotten_at set; while it is still hot its row keeps what a restore needs.
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS forgotten_at timestamptz;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS forgotten_state text;
+
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS user_id text;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS agent_id text;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS run_id text;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAULT '{}';
+
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS user_id text;
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS agent_id text;
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS run_id text;
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAULT '{}';
+
+CREATE INDEX IF NOT EXISTS memories_scope_user
+    ON memories (tenant_id, user_id) WHERE state = 'active' AND tier = 'hot' AND user_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_scope_agent
+    ON memories (tenant_id, agent_id) WHERE state = 'active' AND tier = 'hot' AND agent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_scope_run
+    ON memories (tenant_id, run_id) WHERE state = 'active' AND tier = 'hot' AND run_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_tags ON memories USING GIN (tags) WHERE state = 'active';
+CREATE INDEX IF NOT EXISTS memories_metadata ON memories USING GIN (metadata) WHERE state = 'active';
+-- The list's keyset order (newest first) and its label-prefix filter.
+CREATE INDEX IF NOT EXISTS memories_listing ON memories (tenant_id, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS memories_label_prefix ON memories (tenant_id, lower(label));
+CREATE INDEX IF NOT EXISTS documents_listing ON documents (tenant_id, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS sessions_scope_user ON sessions (tenant_id, user_id) WHERE user_id IS NOT NULL;
+
+-- Every edit keeps the version it replaced: what a memory said before a person corrected it.
+CREATE TABLE IF NOT EXISTS memory_revisions (
+    tenant_id   text NOT NULL,
+    memory_id   uuid NOT NULL,
+    version     integer NOT NULL,
+    label       text NOT NULL,
+    definition  text NOT NULL,
+    type        text NOT NULL,
+    importance  smallint NOT NULL,
+    tags        text[] NOT NULL DEFAULT '{}',
+    metadata    jsonb NOT NULL DEFAULT '{}'::jsonb,
+    always_load boolean NOT NULL,
+    protected   boolean NOT NULL,
+    actor       text NOT NULL,
+    replaced_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, memory_id, version),
+    FOREIGN KEY (tenant_id, memory_id) REFERENCES memories (tenant_id, id) ON DELETE CASCADE
+);
+ALTER TABLE memory_revisions ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS tenant_isolation ON memory_revisions;
+CREATE POLICY tenant_isolation ON memory_revisions
+    USING (tenant_id = current_setting('app.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
+GRANT SELECT, INSERT, DELETE ON memory_revisions TO contextos_app;

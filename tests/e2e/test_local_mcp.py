@@ -1,0 +1,50 @@
+"""The local stack serves MCP over streamable HTTP beside its API: an agent with the dev key
+connects with the real mcp client, saves a memory, and the API sees it."""
+
+import asyncio
+import os
+
+import httpx2
+import pytest
+from contextos import Client, container
+from mcp.client.client import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
+
+KEY = "ctx_local_dev_key"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, database_url):
+    from contextos.local.stack import LocalStack
+
+    saved = dict(os.environ)
+    os.environ["CONTEXTOS_DATABASE_URL"] = database_url
+    os.environ["CONTEXTOS_DATA_DIR"] = str(tmp_path_factory.mktemp("stack-mcp"))
+    os.environ["CONTEXTOS_UPLOAD_BUCKET"] = "e2e-mcp-uploads"
+    os.environ["CONTEXTOS_COLD_BUCKET"] = "e2e-mcp-cold"
+    os.environ["CONTEXTOS_LOCAL_QUEUE_PREFIX"] = "e2e-mcp"
+    container.reset()
+    stack = LocalStack(api_port=0, poll_wait_s=0).start()
+    yield stack
+    stack.stop()
+    os.environ.clear()
+    os.environ.update(saved)
+    container.reset()
+
+
+def test_an_agent_saves_over_mcp_and_the_api_reads_it(stack):
+    url = stack.state()["mcp_url"]
+
+    async def run() -> str:
+        transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"x-api-key": KEY}))
+        async with McpClient(transport, read_timeout_seconds=60) as client:
+            saved = await client.call_tool(
+                "save_memory", {"label": "Standup time", "definition": "The team standup is at 9:30 every weekday."}
+            )
+            assert not saved.is_error, saved.content
+            return saved.structured_content["memory_id"]
+
+    memory_id = asyncio.run(run())
+    with Client(stack.api_url, api_key=KEY) as ctx:
+        assert ctx.get_memory(memory_id).label == "Standup time"
+        assert "Standup time" in ctx.context("when is the standup?").context

@@ -1,0 +1,115 @@
+"""The Python SDK against the running local stack over real HTTP: every route family, typed answers,
+cursor iteration, errors as `ApiError` with the API's code, and the async client."""
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from contextos import ApiError, AsyncClient, Client
+from contextos.conversations import MessageAppended
+from contextos.management_models import MemoryPage
+from contextos.models import ContextResult
+from contextos.reports import GovernanceReport
+
+from tests.e2e.test_local_stack import stack  # noqa: F401 - the module's running stack
+
+KEY = "ctx_local_dev_key"
+
+
+@pytest.fixture
+def ctx(stack):  # noqa: F811
+    with Client(stack.api_url, api_key=KEY) as client:
+        yield client
+
+
+def wait_done(ctx: Client, document_id, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        doc = ctx.get_document(document_id)
+        if doc.status in ("done", "failed"):
+            return doc
+        time.sleep(0.2)
+    raise AssertionError("document not processed in time")
+
+
+def test_documents_context_search_and_forgetting_a_document(ctx):
+    text = "# Queue notes\n\nA dead letter queue keeps messages that failed three times for inspection.\n"
+    accepted = ctx.add_document(text, filename="queues.md", metadata={"team": "ops"})
+    assert wait_done(ctx, accepted.id).status == "done"
+    assert any(d.id == accepted.id for d in ctx.iter_documents(status="done"))
+    taught = ctx.document_memories(accepted.id).memories
+    assert taught
+    result = ctx.context("what keeps failed messages?")
+    assert isinstance(result, ContextResult) and "dead letter queue" in result.context.lower()
+    assert ctx.search("dead letter queue").memories
+    forgotten = ctx.forget_document(accepted.id)
+    assert forgotten.memories_forgotten == len(taught)
+    assert all(m.id not in {t.id for t in taught} for m in ctx.search("dead letter queue").memories)
+    with pytest.raises(ApiError) as error:
+        ctx.get_document(accepted.id)
+    assert error.value.status == 404 and error.value.code == "not_found"
+
+
+def test_memories_list_edit_forget_restore_history_and_graph(ctx):
+    admitted = ctx.add_memory(
+        "SDK retry policy", "The SDK retries 429 and 5xx answers with backoff.", user_id="sdk-user", tags=["sdk"]
+    )
+    memory_id = admitted.memory_id
+    assert ctx.get_memory(memory_id).label == "SDK retry policy"
+    page = ctx.list_memories(user_id="sdk-user")
+    assert isinstance(page, MemoryPage) and [m.id for m in page.memories] == [memory_id]
+    assert memory_id in {m.id for m in ctx.iter_memories(limit=1)}  # pages through with the cursor
+    edited = ctx.edit_memory(memory_id, importance=9, protected=True)
+    assert edited.version == 2
+    with pytest.raises(ApiError) as error:
+        ctx.edit_memory(memory_id, definition="Something else.")
+    assert error.value.code == "memory_protected" and error.value.status == 403
+    ctx.edit_memory(memory_id, protected=False, unlock=True)
+    assert ctx.forget_memory(memory_id, reason="sdk test").forgotten
+    with pytest.raises(ApiError):
+        ctx.get_memory(memory_id)
+    assert ctx.restore_memory(memory_id).restored == "forget"
+    assert ctx.memory_history(memory_id).versions
+    assert ctx.memory_graph(memory_id, hops=1).nodes[0].id == memory_id
+    assert any(n.id == memory_id for n in ctx.graph(limit=1000).nodes)
+    scoped = ctx.context("how does the SDK retry?", scope={"user_id": "someone-else"}, dry_run=True)
+    assert memory_id not in {m.id for m in scoped.memories}
+
+
+def test_sessions_review_audit_reminders_health_governance_and_uploads(ctx, stack):  # noqa: F811
+    appended = ctx.append_message("sdk-session", "user", "We chose blue-green deploys for the API.")
+    assert isinstance(appended, MessageAppended)
+    assert ctx.get_session("sdk-session").status == "open"
+    assert ctx.end_session("sdk-session").status == "ended"
+    assert ctx.review().items is not None
+    assert ctx.audit().entries
+    assert ctx.reminders().reminders is not None
+    assert 0 <= ctx.health().score <= 100
+    assert isinstance(ctx.governance(), GovernanceReport)
+    ticket = ctx.upload_url("notes.md", content_type="text/markdown")
+    assert httpx.put(ticket.url, content=b"# Notes\n", headers=ticket.headers).status_code == 200
+
+
+def test_errors_carry_the_code_and_a_wrong_key_is_refused(stack):  # noqa: F811
+    with Client(stack.api_url, api_key="ctx_wrong") as bad, pytest.raises(ApiError) as error:
+        bad.list_memories()
+    assert error.value.status == 403 and error.value.code == "unauthorized"
+    with Client(stack.api_url, api_key=KEY) as ctx, pytest.raises(ApiError) as error:
+        ctx.context("")
+    assert error.value.status == 422 and error.value.code == "validation_error"
+
+
+def test_the_async_client_speaks_the_same_api(stack):  # noqa: F811
+    async def run() -> None:
+        async with AsyncClient(stack.api_url, api_key=KEY) as ctx:
+            admitted = await ctx.add_memory("Async note", "The async client mirrors every sync method.")
+            detail = await ctx.get_memory(admitted.memory_id)
+            assert detail.label == "Async note"
+            seen = [m.id async for m in ctx.iter_memories(prefix="async", limit=1)]
+            assert admitted.memory_id in seen
+            with pytest.raises(ApiError) as error:
+                await ctx.get_memory("00000000-0000-0000-0000-000000000000")
+            assert error.value.code == "not_found"
+
+    asyncio.run(run())

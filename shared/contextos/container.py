@@ -297,6 +297,7 @@ def workspace():  # -> WorkspaceService
     )
 
 
+@lru_cache(maxsize=1)
 def uploads():  # -> UploadService
     from contextos.adapters import S3BlobStore
     from contextos.services.uploads import UploadService

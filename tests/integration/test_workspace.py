@@ -161,7 +161,7 @@ def test_an_edited_file_syncs_into_exactly_that_memory_with_history_and_audit(co
     assert revisions == [
         {"version": 1, "definition": "Nimbus is the internal name of the billing rewrite.", "actor": "tests-user"}
     ]
-    assert audit[-1]["action"] == "edited" and audit[-1]["details"]["changed"] == ["definition"]
+    assert audit[-1]["action"] == "edited" and audit[-1]["details"]["fields"] == ["definition"]
 
     # An edit made on version 1 after the store moved to version 2 is a conflict, not an overwrite.
     stale = before[target].replace(b"internal name", b"old name")

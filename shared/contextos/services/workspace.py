@@ -28,8 +28,8 @@ from contextos.observability import logger, metrics
 from contextos.parsing import content_hash as bytes_hash
 from contextos.parsing import safe_filename
 from contextos.services.governance import TrustGate
-from contextos.services.ingestion import STALE_PROCESSING_S
 from contextos.store.governance import GovernanceStore
+from contextos.store.management import ManagementStore
 from contextos.store.repository import MemoryStore
 from contextos.store.workspace import NewItem, NewMemory, WorkspaceStore
 from contextos.trust import cap_provenance
@@ -562,20 +562,22 @@ class WorkspaceService:
         embedding = None
         if "label" in changed or "definition" in changed:
             embedding = self.embedder.embed([f"{file.l0}: {file.l1}"])[0]
-        version = self.workspace.update_memory(
-            conn,
-            tenant_id,
-            file.id,
-            after,
-            expected_version=stored.version,
-            norm_key=key,
-            initials=initials(file.l0),
-            acronyms=acronyms(file.l0),
-            embedding=embedding,
-            embedder_id=self.embedder.model_id,
-            actor=actor,
-            changed=changed,
-        )
+        current = ManagementStore.lock_memory(conn, tenant_id, file.id)
+        version = None
+        if current["version"] == stored.version:
+            version = ManagementStore(self.workspace.db, self.settings.decay).apply_edit(
+                conn,
+                tenant_id,
+                current,
+                {k: after[k] for k in changed},
+                norm_key=key,
+                initials=initials(file.l0),
+                acronyms=acronyms(file.l0),
+                embedding=embedding,
+                embedder_id=self.embedder.model_id,
+                actor=actor,
+                reason="workspace edit",
+            )
         if version is None:
             report.status, report.code = "conflict", "version_conflict"
             report.reason = "the memory changed while this edit was applied"
@@ -641,7 +643,10 @@ class WorkspaceService:
         if not created and record.status in ("done", "failed"):
             return record
         # A redelivered message racing the first one does no work twice (the same claim as S4's).
-        if self.store.claim_document(tenant_id, record.id, stale_after_s=STALE_PROCESSING_S) is None:
+        if (
+            self.store.claim_document(tenant_id, record.id, stale_after_s=self.settings.document_stale_processing_s)
+            is None
+        ):
             return record
         report = self.import_files(
             tenant_id,

@@ -36,6 +36,7 @@ LIST_COLUMNS = """m.id, m.label, m.definition, m.type, m.importance, m.tier, m.s
 # The columns an edit may set, and the ones a revision keeps.
 EDITABLE = ("label", "definition", "importance", "type", "tags", "metadata", "always_load", "protected")
 SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
+WRITABLE = (*EDITABLE, *SCOPE_FIELDS, "expires_at")  # a workspace file also carries a scratch memory's expiry
 
 
 def encode_cursor(at: datetime, row_id: UUID) -> str:
@@ -166,6 +167,7 @@ class ManagementStore:
         embedding: Sequence[float] | None,
         embedder_id: str,
         actor: str,
+        reason: str | None = None,
     ) -> int:
         """Keep the current version as a revision, write the changes, replace the vector (and its LSH
         bands) when the text changed, and audit it. Returns the new version."""
@@ -189,8 +191,8 @@ class ManagementStore:
                 actor,
             ],
         )
-        sets = [f"{field} = %({field})s" for field in (*EDITABLE, *SCOPE_FIELDS) if field in changes]
-        params: dict[str, Any] = {f: changes[f] for f in (*EDITABLE, *SCOPE_FIELDS) if f in changes}
+        sets = [f"{field} = %({field})s" for field in WRITABLE if field in changes]
+        params: dict[str, Any] = {f: changes[f] for f in WRITABLE if f in changes}
         if "metadata" in params:
             params["metadata"] = Jsonb(params["metadata"])
         sets += ["norm_key = %(norm_key)s", "initials = %(initials)s", "acronyms = %(acronyms)s"]
@@ -230,6 +232,7 @@ class ManagementStore:
                     "actor": actor,
                     "action": "edited",
                     "memory_id": row["id"],
+                    "reason": reason,
                     "details": {"fields": sorted(changes), "version": version, "reembedded": embedding is not None},
                 }
             ],

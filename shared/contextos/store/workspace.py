@@ -14,7 +14,7 @@ from uuid import UUID
 
 from contextos.config import DecaySettings
 from contextos.lsh import sketch
-from contextos.store.bands import delete_bands, insert_bands, keys_literal
+from contextos.store.bands import insert_bands, keys_literal
 from contextos.store.db import Database
 from contextos.store.governance import write_audit
 from contextos.store.repository import LOCK_TENANT_SQL
@@ -355,86 +355,6 @@ class WorkspaceStore:
             )
 
     # -- edits -------------------------------------------------------------------------------
-    def update_memory(
-        self,
-        conn: Any,
-        tenant_id: str,
-        memory_id: UUID,
-        fields: dict[str, Any],
-        *,
-        expected_version: int,
-        norm_key: str,
-        initials: str | None,
-        acronyms: list[str],
-        embedding: list[float] | None,
-        embedder_id: str,
-        actor: str,
-        changed: Sequence[str],
-    ) -> int | None:
-        """Edit one memory by id (PATCH semantics over the editable fields): the replaced version
-        goes to ``memory_revisions``, the version goes up, a new label or definition is re-embedded,
-        and an ``edited`` audit row names the changed fields. None when the version moved meanwhile."""
-        row = conn.execute(
-            """INSERT INTO memory_revisions (tenant_id, memory_id, version, label, definition, type, importance,
-                                             fields, actor)
-               SELECT tenant_id, id, version, label, definition, type, importance,
-                      jsonb_build_object('tags', tags, 'metadata', metadata, 'user_id', user_id, 'agent_id', agent_id,
-                                         'run_id', run_id, 'always_load', always_load, 'protected', protected,
-                                         'expires_at', expires_at),
-                      %s
-               FROM memories WHERE tenant_id = %s AND id = %s AND version = %s
-               RETURNING version""",
-            [actor, tenant_id, memory_id, expected_version],
-        ).fetchone()
-        if row is None:
-            return None
-        new = conn.execute(
-            """UPDATE memories SET label = %(label)s, definition = %(definition)s, type = %(type)s,
-                      importance = %(importance)s, tags = %(tags)s, metadata = %(metadata)s, user_id = %(user_id)s,
-                      agent_id = %(agent_id)s, run_id = %(run_id)s, always_load = %(always_load)s,
-                      protected = %(protected)s, expires_at = %(expires_at)s, norm_key = %(norm_key)s,
-                      initials = %(initials)s, acronyms = %(acronyms)s, version = version + 1, updated_at = now()
-               WHERE tenant_id = %(tenant)s AND id = %(id)s AND version = %(version)s
-               RETURNING version""",
-            fields
-            | {
-                "metadata": Jsonb(fields["metadata"]),
-                "norm_key": norm_key,
-                "initials": initials,
-                "acronyms": acronyms,
-                "tenant": tenant_id,
-                "id": memory_id,
-                "version": expected_version,
-            },
-        ).fetchone()
-        conn.execute(
-            "UPDATE memory_vectors SET type = %s WHERE tenant_id = %s AND memory_id = %s",
-            [fields["type"], tenant_id, memory_id],
-        )
-        if embedding is not None:
-            lsh = sketch([embedding])
-            delete_bands(conn, self.db.dialect, tenant_id, [memory_id])
-            conn.execute(
-                """UPDATE memory_vectors SET embedding = %s, embedder_id = %s, indexed = false, band_keys = %s::int[],
-                          updated_at = now()
-                   WHERE tenant_id = %s AND memory_id = %s""",
-                [Vector(embedding), embedder_id, keys_literal(lsh.band_keys[0]), tenant_id, memory_id],
-            )
-            insert_bands(conn, tenant_id, [memory_id], lsh.signatures, lsh.band_keys, fresh=False)
-        write_audit(
-            conn,
-            tenant_id,
-            [
-                {
-                    "actor": actor,
-                    "action": "edited",
-                    "memory_id": memory_id,
-                    "reason": "workspace edit",
-                    "details": {"changed": list(changed), "from_version": expected_version},
-                }
-            ],
-        )
-        return int(new["version"])
 
 
 def _json_value(value: Any) -> Any:

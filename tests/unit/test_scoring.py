@@ -5,13 +5,14 @@ from contextos.config import RetrievalSettings
 from contextos.scoring import Candidate, rank, score_candidate, softmax
 
 CFG = RetrievalSettings()
+STANDARD = CFG.recipe("standard")  # the seed formula (S6.4)
 
 
 def test_relevance_matches_the_spec_formula_by_hand():
     c = Candidate(
         id="a", strength=0.8, hours_since_access=5.0, importance=5, vector=0.9, text=0.5, graph=0.2, methods={"vector"}
     )
-    s = score_candidate(c, CFG)
+    s = score_candidate(c, CFG, STANDARD)
     semantic = 0.5 * 0.9 + 0.3 * 0.5 + 0.2 * 0.2  # 0.64
     recency = math.exp(-0.1 * 5.0)  # 0.60653
     assert s.semantic == pytest.approx(semantic)
@@ -21,10 +22,14 @@ def test_relevance_matches_the_spec_formula_by_hand():
 
 def test_found_by_several_methods_earns_the_bonus():
     one = score_candidate(
-        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector"}), CFG
+        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector"}),
+        CFG,
+        STANDARD,
     )
     two = score_candidate(
-        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector", "text"}), CFG
+        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector", "text"}),
+        CFG,
+        STANDARD,
     )
     assert two.relevance - one.relevance == pytest.approx(CFG.multi_method_bonus)
 

@@ -47,12 +47,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contextos.config import Settings
 from contextos.decay import band_of, decay_rate, strength_at
-from contextos.models import BASE_TRUST, Band, ContextRequest, MemoryCandidate, Provenance
+from contextos.models import BASE_TRUST, Band, ContextRequest, LifecycleReport, MemoryCandidate, Provenance
 from contextos.observability import metrics
+from contextos.services.cold import ColdStorage
+from contextos.services.lifecycle import LifecycleService
 from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
+from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 
@@ -170,6 +173,19 @@ def cached_embed(embedder, name: str, texts: list[str]) -> np.ndarray:
 
 
 # -- ContextOS ----------------------------------------------------------------------------------
+class MemoryBlobs:
+    """The cold bucket in memory (the benchmark's stand-in for S3; the tests use moto)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], bytes] = {}
+
+    def put(self, bucket: str, key: str, data: bytes, *, content_type: str = "application/octet-stream") -> None:
+        self.objects[(bucket, key)] = data
+
+    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        return self.objects[(bucket, key)][start : end + 1]
+
+
 class InstrumentedRetrieval(RetrievalService):
     """The real read path, recording what it dropped on the way (nothing in it is changed):
     the candidate pool before the band filter, what the band filter kept, and the ranking before
@@ -312,7 +328,9 @@ def summarise(rows: list[dict], method: str) -> dict:
 STALE = Path(__file__).resolve().parent / "data" / "stale_distractors.json"
 
 
-def stale_distractors(store: MemoryStore, service: RetrievalService, settings: Settings, embedder) -> dict:
+def stale_distractors(
+    store: MemoryStore, service: RetrievalService, scan: LifecycleService, settings: Settings, embedder
+) -> dict:
     """What decay buys (S5): each subject stated early and updated later, beside unrelated old
     memories, in one tenant on its real timeline (decay on, stored at their dates). Per subject's
     query, through the deployed default recipe: does the current statement outrank the stale one,
@@ -349,6 +367,8 @@ def stale_distractors(store: MemoryStore, service: RetrievalService, settings: S
     ]
     ids = store.add_memories(tenant, candidates, embedder_id="locomo-minilm", at=times)
     kind_of = dict(zip(ids, kinds, strict=True))
+    report = LifecycleReport()
+    scan.scan_tenant(tenant, report)  # as deployed: the forgotten ones are cold stubs
     query_vectors = embed(embedder, [s["query"] for s in subjects])
     current_first = unrelated_in_top10 = other_old_in_top10 = current_in_top10 = 0
     for n, (s, qv) in enumerate(zip(subjects, query_vectors, strict=True)):
@@ -375,6 +395,7 @@ def stale_distractors(store: MemoryStore, service: RetrievalService, settings: S
         "unrelated_old_in_top10_rate": round(unrelated_in_top10 / q, 3),
         "other_subjects_stale_in_top10_rate": round(other_old_in_top10 / q, 3),
         "decay_rate_per_day": round(rate, 4),
+        "archived_to_cold": report.archived,
         "data": "benchmarks/data/stale_distractors.json",
     }
 
@@ -437,13 +458,17 @@ def main() -> None:
     returned: dict[str, list[int]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)
     latencies: list[float] = []
-    store_s = 0.0
+    store_s = scan_s = 0.0
+    archived = 0
     with tempfile.TemporaryDirectory(prefix="contextos-locomo-") as tmp:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), 384, "locomo-minilm")
         db = Database(url, get_dialect("postgres"), max_size=4)
         store = MemoryStore(db, settings.decay, settings.merge)
-        service = InstrumentedRetrieval(settings=settings, store=store, embedder=embedder)
+        lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
+        cold = ColdStorage(lifecycle_store, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
+        scan = LifecycleService(store=store, lifecycle=lifecycle_store, cold=cold, settings=settings.lifecycle)
+        service = InstrumentedRetrieval(settings=settings, store=store, embedder=embedder, cold=cold)
 
         turn_offset = question_offset = 0
         for conv in conversations:
@@ -467,6 +492,13 @@ def main() -> None:
                 for timeline, (tenant, times) in tenants.items()
             }
             store_s += time.perf_counter() - t0
+            # As deployed: the lifecycle scan has run (it runs every 4 h), so what decay forgot is cold.
+            t0 = time.perf_counter()
+            report = LifecycleReport()
+            scan.scan_tenant(tenants["shifted"][0], report)
+            scan.scan_tenant(tenants["fresh"][0], report)
+            archived += report.archived
+            scan_s += time.perf_counter() - t0
             # Which band each turn is in when the questions are asked (shifted timeline).
             turn_band = {
                 t.dia_id: band_of(strength_at(settings.decay.initial_strength, when, now, rate), settings.decay)
@@ -544,7 +576,7 @@ def main() -> None:
                 row["rrf"] = [dia[i] for i in rrf(b_rank, d_rank)]
                 results.append(row)
             print(f"  {conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
-        stale = stale_distractors(store, service, settings, embedder)
+        stale = stale_distractors(store, service, scan, settings, embedder)
         print(f"stale distractors: {json.dumps(stale)}")
         db.close()
 
@@ -617,6 +649,8 @@ def main() -> None:
         "stale_current_first_rate": stale["stale_current_first_rate"],
         "stale_distractors": stale,
         **{f"{m} tokens_mean": round(float(np.mean(tokens[m])), 1) for m in variants if tokens[m]},
+        "real_timeline_archived_to_cold": archived,
+        "lifecycle_scan_s": round(scan_s, 1),
         "diagnostics": diagnostics,
         "whatif_reranks_of_contextos_fresh_pool": whatifs,
         "code": code_state(),

@@ -71,7 +71,7 @@ class LifecycleSettings(BaseModel):
     cold_prefix: str = "cold/"
     reactivation_cosine: float = 0.80  # a cold stub this close to a query comes back
     reactivation_strength: float = 0.5
-    reactivation_max_per_query: int = 3
+    reactivation_max_per_query: int = 20  # as many as a context holds (retrieval.max_memories): S5 demotes, never loses
     max_reminders_listed: int = 200
     # S6.2's text search leaves out the words this share of a tenant's hot memories hold (near-zero
     # BM25 weight, milliseconds of posting list each); only for tenants this large, recounted each scan

@@ -82,7 +82,7 @@ class LifecycleSettings(BaseModel):
     # ones, and every lexeme of a smaller tenant, are counted live by the search; keep this below
     # retrieval.bm25_df_live_max so a live count is never cut short)
     text_stats_min_memories: int = 5_000
-    text_stats_min_docs: int = 500
+    text_stats_min_docs: int = 20
 
 
 class StandardRecipe(BaseModel):
@@ -159,8 +159,8 @@ class RelevanceRecipe(BaseModel):
     semantic_text: float = 0.5
     semantic_vector: float = 0.5
     semantic_graph: float = 0.0
-    gate: float = 0.1
-    fresh_strength: float = 0.5  # fresh = this · strength + (1 − this) · recency
+    gate: float = 0.4
+    fresh_strength: float = 1.0  # fresh = this · strength + (1 − this) · recency
 
 
 Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe, Field(discriminator="kind")]
@@ -206,7 +206,7 @@ class RetrievalSettings(BaseModel):
     # BM25 text search (migration 0016): memories returned, candidates scored (the bound checked
     # against the exact ranking by benchmarks/retrieval.py), and its constants.
     bm25_k: int = 20
-    bm25_cap: int = 300
+    bm25_cap: int = 200
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     bm25_extra_weight: float = 0.5

@@ -56,12 +56,17 @@ class RetrievalService:
             query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
         reads = self._reads(request.as_of)  # S7: as_of answers from history
         searching_cold = self.cold is not None and request.as_of is None
+        cold_job = (  # the stubs nearest by cosine, read beside the searches
+            _SEARCHES.submit(self.cold.store.cold_candidates, tenant_id, query_vector, [], limit=cfg.cold_k)
+            if self.cold is not None and searching_cold
+            else None
+        )
         rows, found = self._search(
             tenant_id, request.query, analysis, query_vector, reads, pinned=cfg.max_pinned, with_cold=searching_cold
         )
         # S5, forgetting demotes: cold stubs near the query by cosine or found by the text search
         # compete with the hot candidates, and come back only when they rank among them
-        cold = self._cold_candidates(tenant_id, query_vector, found) if searching_cold else []
+        cold = self._cold_candidates(tenant_id, query_vector, found, cold_job.result()) if cold_job else []
         pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
         rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
@@ -273,19 +278,21 @@ class RetrievalService:
         return out if keep_all_bands else among_best_evidence(out, cfg)
 
     def _cold_candidates(
-        self, tenant_id: str, query_vector: list[float], found: dict[object, dict[str, float]]
+        self, tenant_id: str, query_vector: list[float], found: dict[object, dict[str, float]], near: list[dict]
     ) -> list[Candidate]:
-        """Cold stubs as candidates (band forgotten): the nearest by cosine and those the text search
-        found (``found`` entries flagged ``cold``, which are removed from it)."""
+        """Cold stubs as candidates (band forgotten): the ``near`` ones by cosine and those the text
+        search found (``found`` entries flagged ``cold``, which are removed from it; read here only
+        when the cosine search did not already bring them)."""
         assert self.cold is not None
         text = {i: scores["text"] for i, scores in list(found.items()) if scores.get("cold")}
         for i in text:
             del found[i]
+        missing = [i for i in text if i not in {r["id"] for r in near}]
+        if missing:
+            near = near + self.cold.store.cold_candidates(tenant_id, query_vector, missing, limit=0)
         now = datetime.now(UTC)
         out = []
-        for row in self.cold.store.cold_candidates(
-            tenant_id, query_vector, list(text), limit=self.settings.retrieval.cold_k
-        ):
+        for row in near:
             methods = {"vector"} | ({"text"} if row["id"] in text else set())
             out.append(
                 Candidate(

@@ -167,15 +167,20 @@ BEGIN
                 WHERE c.size < need
             )
             SELECT string_agg('(' || c.conj || ')', ' | ') INTO level_q FROM combo c WHERE c.size = need;
+            -- (this level's matches include the previous level's, which are all kept: no exclusion
+            -- list to check per row, at the cost of a few duplicates)
             got := ARRAY(
                 SELECT m.id FROM memories m
-                WHERE m.tenant_id = tenant AND m.search_tsv @@ level_q::tsquery AND m.id <> ALL (cand)
+                WHERE m.tenant_id = tenant AND m.search_tsv @@ level_q::tsquery
                   AND CASE WHEN as_of IS NULL THEN m.state = 'active' AND m.tier = 'hot'
                            ELSE m.tier = 'hot' AND m.state <> 'archived' AND m.recorded_at <= as_of
                                 AND (m.superseded_at IS NULL OR m.superseded_at > as_of) END
-                LIMIT cap - cardinality(cand));
-            cand := cand || got;
-            EXIT WHEN cardinality(cand) >= cap;
+                LIMIT cap);
+            IF cardinality(got) >= cap THEN
+                cand := ARRAY(SELECT DISTINCT x FROM unnest(cand || got) x);
+                EXIT;
+            END IF;
+            cand := got;
         END LOOP;
     END IF;
 

@@ -159,8 +159,14 @@ class RelevanceRecipe(BaseModel):
     semantic_text: float = 0.5
     semantic_vector: float = 0.5
     semantic_graph: float = 0.0
-    gate: float = 0.4
+    gate: float = 0.1
     fresh_strength: float = 1.0  # fresh = this · strength + (1 − this) · recency
+    # The same subject stated twice (cosine between the two memories at least this), the fresher
+    # one (strength higher by ``same_subject_strength_gap``) goes first unless the older one is
+    # more than ``same_subject_margin`` more relevant: an update outranks what it updates.
+    same_subject_cosine: float = 0.5
+    same_subject_strength_gap: float = 0.3
+    same_subject_margin: float = 0.5
 
 
 Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe, Field(discriminator="kind")]

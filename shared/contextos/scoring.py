@@ -7,6 +7,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from contextos.config import FusionRecipe, IntentAdaptiveRecipe, RelevanceRecipe, RetrievalSettings, StandardRecipe
 from contextos.decay import recency
 from contextos.models import ScoreBreakdown
@@ -158,6 +160,8 @@ def rank(
     else:
         fused = [0.0] * len(candidates)
     ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent, f)) for c, f in zip(candidates, fused, strict=True)]
+    if isinstance(recipe, RelevanceRecipe):
+        fresher_first(ranked, recipe)
     probabilities = softmax([r.score.relevance for r in ranked], cfg.softmax_temperature)
     for r, p in zip(ranked, probabilities, strict=True):
         r.score.probability = p
@@ -192,3 +196,37 @@ def among_best_evidence(candidates: Sequence[Candidate], cfg: RetrievalSettings)
         ):
             keep.append(c)
     return keep
+
+
+def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe) -> None:
+    """Two candidates about the same subject (their embeddings at least ``same_subject_cosine``
+    apart), one clearly fresher: the older one is placed just below the fresher one unless it is
+    more than ``same_subject_margin`` more relevant. Only such pairs move; memories about
+    different things keep their order by relevance (S6.4: relevance gates)."""
+    rows = [
+        r for r in ranked if isinstance(r.candidate.payload, dict) and r.candidate.payload.get("embedding") is not None
+    ]
+    if len(rows) < 2:
+        return
+    vectors = np.asarray([_array(r.candidate.payload["embedding"]) for r in rows], dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+    same = vectors @ vectors.T >= recipe.same_subject_cosine
+    order = sorted(range(len(rows)), key=lambda i: -rows[i].candidate.strength)  # fresher ones first
+    for a in order:
+        fresh = rows[a]
+        for b in range(len(rows)):
+            old = rows[b]
+            if (
+                same[a, b]
+                and fresh.candidate.strength - old.candidate.strength >= recipe.same_subject_strength_gap
+                and fresh.score.relevance
+                < old.score.relevance
+                <= fresh.score.relevance * (1 + recipe.same_subject_margin)
+            ):
+                old.score.relevance = fresh.score.relevance * (1 - 1e-6)
+
+
+def _array(embedding: object) -> object:
+    """A stored embedding as an array (the driver's vector type converts itself)."""
+    to_numpy = getattr(embedding, "to_numpy", None)
+    return to_numpy() if to_numpy else embedding

@@ -111,3 +111,37 @@ def test_the_fusion_recipe_ranks_by_reciprocal_ranks_with_shared_ranks_for_ties(
     # With the graph weighted, its tied 0.3 gives a and b the same rank, not an arbitrary order.
     graphed = fused_semantic(pool, FusionRecipe(semantic_vector=0.0, semantic_text=0.0, semantic_graph=1.0))
     assert graphed[0] == graphed[1] == pytest.approx(1.0) and graphed[2] == 0.0
+
+
+def _candidate(name: str, strength: float, vector: float, text: float, embedding: list[float]) -> Candidate:
+    return Candidate(
+        id=name,
+        strength=strength,
+        hours_since_access=1.0,
+        importance=5,
+        vector=vector,
+        text=text,
+        methods={"vector", "text"},
+        payload={"embedding": embedding},
+    )
+
+
+def test_relevance_recipe_lets_strength_reorder_only_within_its_gate():
+    recipe = CFG.recipe("relevance")
+    old_relevant = _candidate("old", 0.0, 0.9, 1.0, [1.0, 0.0])
+    recent_irrelevant = _candidate("recent", 1.0, 0.5, 0.3, [0.0, 1.0])
+    ranked = rank([recent_irrelevant, old_relevant], CFG, recipe)
+    assert [r.candidate.id for r in ranked] == ["old", "recent"]  # strength costs at most the gate
+    top = ranked[0].score
+    assert top.semantic == pytest.approx(1.0)
+    assert top.relevance == pytest.approx(1.0 * (1 - recipe.gate))
+
+
+def test_an_update_outranks_the_older_statement_of_the_same_subject_not_other_memories():
+    recipe = CFG.recipe("relevance")
+    stale = _candidate("stale", 0.0, 0.8, 1.0, [1.0, 0.1])
+    current = _candidate("current", 0.9, 0.8, 0.7, [0.95, 0.2])  # same subject, less matching text
+    other_old = _candidate("other", 0.0, 0.8, 1.0, [0.0, 1.0])  # as relevant, another subject
+    order = [r.candidate.id for r in rank([stale, other_old, current], CFG, recipe)]
+    assert order.index("current") < order.index("stale")
+    assert order[0] == "other"  # memories about different things keep their order by relevance

@@ -11,8 +11,8 @@
 -- the lifecycle scan's count (text_tenant_stats, text_lexeme_stats) when it has one, otherwise
 -- they are counted live, bounded (df at most ``df_live_max`` rows, the mean over a sample).
 --
--- The bound: when the query's lexemes are held by at most 4·``cap`` memories in all, every match
--- is scored (exact). Otherwise the candidates scored are gathered from the GIN index level by level, first the
+-- The bound: when the tenant holds at most 4·``cap`` memories, or the query's lexemes are held by
+-- at most 4·``cap`` in all, every match is scored (exact). Otherwise the candidates scored are gathered from the GIN index level by level, first the
 -- memories holding all of the query's searchable lexemes, then all but one (any m of n), and so on
 -- until ``cap`` are gathered; a lexeme most of a large tenant's memories hold is left out of the
 -- gathering (text_common_lexemes) but still scores. ``cap`` NULL gathers every match: the exact
@@ -141,11 +141,11 @@ BEGIN
         gather := lex[1:1];
         gdf := ARRAY[1e9];
     END IF;
-    gather := gather[1:8];  -- the rarest eight lexemes gather; every lexeme scores
+    gather := gather[1:6];  -- the rarest six lexemes gather (at most 20 combinations a level); every lexeme scores
 
-    -- When the gathering lexemes' postings are short, every match is scored: exact, and cheaper
-    -- than gathering by levels.
-    IF cap IS NOT NULL AND (SELECT sum(d) FROM unnest(gdf[1:cardinality(gather)]) d) <= 4 * cap THEN
+    -- When the tenant is small or the gathering lexemes' postings are short, every match is
+    -- scored: exact, and cheaper than gathering by levels.
+    IF cap IS NOT NULL AND (n_docs <= 4 * cap OR (SELECT sum(d) FROM unnest(gdf[1:cardinality(gather)]) d) <= 4 * cap) THEN
         cap := NULL;
     END IF;
     IF cap IS NULL THEN

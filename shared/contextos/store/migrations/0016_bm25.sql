@@ -12,7 +12,8 @@
 -- they are counted live, bounded (df at most ``df_live_max`` rows, the mean over a sample).
 --
 -- The bound: when the tenant holds at most 4·``cap`` memories, or the query's lexemes are held by
--- at most 4·``cap`` in all, every match is scored (exact). Otherwise the candidates scored are gathered from the GIN index level by level, first the
+-- at most 4·``cap`` in all, every match is scored (exact). Otherwise the candidates scored are
+-- gathered from the GIN index level by level, first the
 -- memories holding all of the query's searchable lexemes, then all but one (any m of n), and so on
 -- until ``cap`` are gathered; a lexeme most of a large tenant's memories hold is left out of the
 -- gathering (text_common_lexemes) but still scores. ``cap`` NULL gathers every match: the exact

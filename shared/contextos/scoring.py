@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from contextos.config import FusionRecipe, IntentAdaptiveRecipe, RelevanceRecipe, RetrievalSettings, StandardRecipe
 from contextos.decay import recency
@@ -151,6 +149,7 @@ def rank(
     cfg: RetrievalSettings,
     recipe: AnyRecipe | None = None,
     intent: str = "default",
+    same_subject: Iterable[tuple[object, object]] = (),
 ) -> list[Ranked]:
     """Score, softmax-normalize and sort; ties by strength, then recency, then importance."""
     if isinstance(recipe, FusionRecipe):
@@ -161,7 +160,7 @@ def rank(
         fused = [0.0] * len(candidates)
     ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent, f)) for c, f in zip(candidates, fused, strict=True)]
     if isinstance(recipe, RelevanceRecipe):
-        fresher_first(ranked, recipe)
+        fresher_first(ranked, recipe, same_subject)
     probabilities = softmax([r.score.relevance for r in ranked], cfg.softmax_temperature)
     for r, p in zip(ranked, probabilities, strict=True):
         r.score.probability = p
@@ -198,35 +197,23 @@ def among_best_evidence(candidates: Sequence[Candidate], cfg: RetrievalSettings)
     return keep
 
 
-def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe) -> None:
-    """Two candidates about the same subject (their embeddings at least ``same_subject_cosine``
-    apart), one clearly fresher: the older one is placed just below the fresher one unless it is
-    more than ``same_subject_margin`` more relevant. Only such pairs move; memories about
-    different things keep their order by relevance (S6.4: relevance gates)."""
-    rows = [
-        r for r in ranked if isinstance(r.candidate.payload, dict) and r.candidate.payload.get("embedding") is not None
-    ]
-    if len(rows) < 2:
-        return
-    vectors = np.asarray([_array(r.candidate.payload["embedding"]) for r in rows], dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-    same = vectors @ vectors.T >= recipe.same_subject_cosine
-    order = sorted(range(len(rows)), key=lambda i: -rows[i].candidate.strength)  # fresher ones first
-    for a in order:
-        fresh = rows[a]
-        for b in range(len(rows)):
-            old = rows[b]
-            if (
-                same[a, b]
-                and fresh.candidate.strength - old.candidate.strength >= recipe.same_subject_strength_gap
-                and fresh.score.relevance
-                < old.score.relevance
-                <= fresh.score.relevance * (1 + recipe.same_subject_margin)
-            ):
-                old.score.relevance = fresh.score.relevance * (1 - 1e-6)
-
-
-def _array(embedding: object) -> object:
-    """A stored embedding as an array (the driver's vector type converts itself)."""
-    to_numpy = getattr(embedding, "to_numpy", None)
-    return to_numpy() if to_numpy else embedding
+def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe, same_subject: Iterable[tuple[object, object]]) -> None:
+    """Two candidates about the same subject (``same_subject``: pairs of ids whose embeddings are at
+    least ``same_subject_cosine`` apart), one clearly fresher: the older one is placed just below
+    the fresher one unless it is more than ``same_subject_margin`` more relevant. Only such pairs
+    move; memories about different things keep their order by relevance (S6.4: relevance gates)."""
+    by_id = {r.candidate.id: r for r in ranked}
+    lowered: dict[object, float] = {}
+    for a, b in same_subject:
+        if a not in by_id or b not in by_id:
+            continue
+        x, y = by_id[a], by_id[b]
+        fresh, old = (x, y) if x.candidate.strength >= y.candidate.strength else (y, x)
+        if (
+            fresh.candidate.strength - old.candidate.strength >= recipe.same_subject_strength_gap
+            and fresh.score.relevance < old.score.relevance <= fresh.score.relevance * (1 + recipe.same_subject_margin)
+        ):
+            below = fresh.score.relevance * (1 - 1e-6)
+            lowered[old.candidate.id] = min(lowered.get(old.candidate.id, below), below)
+    for memory_id, relevance in lowered.items():
+        by_id[memory_id].score.relevance = relevance

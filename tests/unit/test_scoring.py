@@ -122,7 +122,7 @@ def _candidate(name: str, strength: float, vector: float, text: float, embedding
         vector=vector,
         text=text,
         methods={"vector", "text"},
-        payload={"embedding": embedding},
+        payload={},
     )
 
 
@@ -142,6 +142,7 @@ def test_an_update_outranks_the_older_statement_of_the_same_subject_not_other_me
     stale = _candidate("stale", 0.0, 0.8, 1.0, [1.0, 0.1])
     current = _candidate("current", 0.9, 0.8, 0.7, [0.95, 0.2])  # same subject, less matching text
     other_old = _candidate("other", 0.0, 0.8, 1.0, [0.0, 1.0])  # as relevant, another subject
-    order = [r.candidate.id for r in rank([stale, other_old, current], CFG, recipe)]
+    same_subject = [("stale", "current")]  # what the store finds by cosine between the two
+    order = [r.candidate.id for r in rank([stale, other_old, current], CFG, recipe, same_subject=same_subject)]
     assert order.index("current") < order.index("stale")
     assert order[0] == "other"  # memories about different things keep their order by relevance

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from contextos.config import Settings
+from contextos.config import RelevanceRecipe, Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import UnknownRecipe
@@ -71,8 +71,9 @@ class RetrievalService:
         rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
         scope = {"min_trust": request.min_trust, "historical": request.as_of is not None}
-        candidates = self._candidates(rows, found, **scope, cold=cold)
-        ranked = rank([c for c in candidates if c.id not in pinned_ids], cfg, recipe, intent)
+        candidates = [c for c in self._candidates(rows, found, **scope, cold=cold) if c.id not in pinned_ids]
+        pairs = self._same_subject(tenant_id, candidates, recipe)
+        ranked = rank(candidates, cfg, recipe, intent, pairs)
         pinned_ranked = rank(pinned, cfg, recipe, intent)
         sources = _sources(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
@@ -122,6 +123,15 @@ class RetrievalService:
             recipe=request.recipe or cfg.default_recipe,
             memories=[_scored(r, "L1", sources) for r in ranked],
         )
+
+    def _same_subject(self, tenant_id: str, candidates: list[Candidate], recipe: AnyRecipe) -> list[tuple]:
+        """The candidate pairs about the same subject, when the recipe orders updates first."""
+        if not isinstance(recipe, RelevanceRecipe) or recipe.same_subject_cosine is None or len(candidates) < 2:
+            return []
+        rows = self.store.same_subject_pairs(
+            tenant_id, [c.id for c in candidates], min_cosine=recipe.same_subject_cosine
+        )
+        return [(r["a"], r["b"]) for r in rows]
 
     @property
     def _bm25(self) -> BM25Params:

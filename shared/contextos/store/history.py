@@ -219,7 +219,7 @@ def scoring_columns(as_of: bool) -> str:
     %(q)s, sources and excerpts."""
     return f"""{ROW_COLUMNS}, {current_strength("m")} AS strength,
                {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
-               COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim, v.embedding,
+               COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim,
                COALESCE(items.sources, '{{}}') AS sources,
                COALESCE(items.excerpts, '{{}}') AS excerpts"""
 

@@ -331,7 +331,7 @@ class LifecycleStore:
                    )
                    SELECT m.id, m.label, m.type, m.importance, m.access_count, m.last_accessed_at, m.base_trust,
                           m.cold_object_key, m.cold_byte_start, m.cold_byte_end,
-                          COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS similarity, v.embedding
+                          COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS similarity
                    FROM memories m
                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                    WHERE m.tenant_id = %(tenant)s AND m.tier = 'cold' AND m.superseded_by IS NULL

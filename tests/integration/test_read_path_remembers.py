@@ -81,7 +81,8 @@ def test_an_old_relevant_memory_outranks_recent_irrelevant_ones(configured, tena
         assert m.score.strength > top.score.strength and m.score.relevance < top.score.relevance
 
 
-def test_strength_and_recency_only_reorder_memories_of_comparable_relevance(configured, tenant, local_embedder):
+def test_with_the_same_subject_rule_an_update_outranks_what_it_updates(configured, tenant, local_embedder, monkeypatch):
+    monkeypatch.setattr(get_settings().retrieval.recipes["relevance"], "same_subject_cosine", 0.5)  # off by default
     add(tenant, local_embedder, [("Standup time", "The daily standup is at 10 am in the small room.")], days_ago=60)
     add(
         tenant, local_embedder, [("Standup moved", "The daily standup moved to 9:30 am in the small room.")], days_ago=1

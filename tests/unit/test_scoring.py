@@ -134,11 +134,12 @@ def test_relevance_recipe_lets_strength_reorder_only_within_its_gate():
     assert [r.candidate.id for r in ranked] == ["old", "recent"]  # strength costs at most the gate
     top = ranked[0].score
     assert top.semantic == pytest.approx(1.0)
-    assert top.relevance == pytest.approx(1.0 * (1 - recipe.gate))
+    fresh = recipe.fresh_strength * 0.0 + (1 - recipe.fresh_strength) * math.exp(-0.1 * 1.0)
+    assert top.relevance == pytest.approx(1.0 * (1 - recipe.gate + recipe.gate * fresh))
 
 
 def test_an_update_outranks_the_older_statement_of_the_same_subject_not_other_memories():
-    recipe = CFG.recipe("relevance")
+    recipe = CFG.recipe("relevance").model_copy(update={"same_subject_cosine": 0.5})  # off by default
     stale = _candidate("stale", 0.0, 0.8, 1.0, [1.0, 0.1])
     current = _candidate("current", 0.9, 0.8, 0.7, [0.95, 0.2])  # same subject, less matching text
     other_old = _candidate("other", 0.0, 0.8, 1.0, [0.0, 1.0])  # as relevant, another subject

@@ -47,12 +47,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contextos.config import Settings
 from contextos.decay import band_of, decay_rate, strength_at
-from contextos.models import BASE_TRUST, Band, ContextRequest, MemoryCandidate, Provenance
+from contextos.models import BASE_TRUST, Band, ContextRequest, LifecycleReport, MemoryCandidate, Provenance
 from contextos.observability import metrics
+from contextos.services.cold import ColdStorage
+from contextos.services.lifecycle import LifecycleService
 from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
+from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 
@@ -151,7 +154,38 @@ def embed(embedder, texts: list[str]) -> np.ndarray:
     return out
 
 
+CACHE = Path(__file__).resolve().parents[1] / ".contextos" / "bench-cache"  # git-ignored
+
+
+def cached_embed(embedder, name: str, texts: list[str]) -> np.ndarray:
+    """`embed`, kept on disk keyed by the model and a hash of the texts: a rerun skips minutes of
+    embedding (the cache holds vectors only, never the dataset's text)."""
+    import hashlib
+
+    digest = hashlib.sha256(("all-MiniLM-L6-v2-int8\n" + "\n".join(texts)).encode()).hexdigest()[:16]
+    path = CACHE / f"{name}-{digest}.npy"
+    if path.exists():
+        return np.load(path)
+    vectors = embed(embedder, texts)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
+
+
 # -- ContextOS ----------------------------------------------------------------------------------
+class MemoryBlobs:
+    """The cold bucket in memory (the benchmark's stand-in for S3; the tests use moto)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], bytes] = {}
+
+    def put(self, bucket: str, key: str, data: bytes, *, content_type: str = "application/octet-stream") -> None:
+        self.objects[(bucket, key)] = data
+
+    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        return self.objects[(bucket, key)][start : end + 1]
+
+
 class InstrumentedRetrieval(RetrievalService):
     """The real read path, recording what it dropped on the way (nothing in it is changed):
     the candidate pool before the band filter, what the band filter kept, and the ranking before
@@ -290,6 +324,82 @@ def summarise(rows: list[dict], method: str) -> dict:
     return result
 
 
+# -- stale distractors ------------------------------------------------------------------------------
+STALE = Path(__file__).resolve().parent / "data" / "stale_distractors.json"
+
+
+def stale_distractors(
+    store: MemoryStore, service: RetrievalService, scan: LifecycleService, settings: Settings, embedder
+) -> dict:
+    """What decay buys (S5): each subject stated early and updated later, beside unrelated old
+    memories, in one tenant on its real timeline (decay on, stored at their dates). Per subject's
+    query, through the deployed default recipe: does the current statement outrank the stale one,
+    and do the unrelated old memories stay out of the top 10?"""
+    data = json.loads(STALE.read_text())
+    subjects, unrelated = data["subjects"], data["unrelated_old"]
+    now = datetime.now(UTC)
+    texts, times, kinds = [], [], []
+    for n, s in enumerate(subjects):
+        texts += [s["stale"], s["current"]]
+        times += [now - timedelta(days=data["stale_days_ago"]), now - timedelta(days=data["current_days_ago"])]
+        kinds += [("stale", n), ("current", n)]
+    oldest, newest = data["unrelated_days_ago"]
+    for i, text in enumerate(unrelated):
+        texts.append(text)
+        times.append(now - timedelta(days=oldest - (oldest - newest) * i / max(len(unrelated) - 1, 1)))
+        kinds.append(("unrelated", i))
+    vectors = embed(embedder, texts)
+    rate = decay_rate(5, "fact", settings.decay)
+    tenant = "stale-distractors"
+    candidates = [
+        MemoryCandidate(
+            norm_key=f"stale:{kind}:{n}",
+            label=text[:40],
+            definition=text,
+            type="fact",
+            importance=5,
+            embedding=vector.tolist(),
+            decay_rate=rate,
+            provenance=Provenance.user_turn,
+            base_trust=BASE_TRUST[Provenance.user_turn],
+        )
+        for (kind, n), text, vector in zip(kinds, texts, vectors, strict=True)
+    ]
+    ids = store.add_memories(tenant, candidates, embedder_id="locomo-minilm", at=times)
+    kind_of = dict(zip(ids, kinds, strict=True))
+    report = LifecycleReport()
+    scan.scan_tenant(tenant, report)  # as deployed: the forgotten ones are cold stubs
+    query_vectors = embed(embedder, [s["query"] for s in subjects])
+    current_first = unrelated_in_top10 = other_old_in_top10 = current_in_top10 = 0
+    for n, (s, qv) in enumerate(zip(subjects, query_vectors, strict=True)):
+        result = service.context(
+            tenant,
+            ContextRequest(query=s["query"], dry_run=True, max_memories=20, token_budget=100_000),
+            query_vector=qv.tolist(),
+        )
+        metrics.clear_metrics()
+        ranked = [kind_of[m.id] for m in result.memories]
+        position = {k: i for i, k in enumerate(ranked)}
+        current, stale = position.get(("current", n)), position.get(("stale", n))
+        current_first += current is not None and (stale is None or current < stale)
+        current_in_top10 += current is not None and current < 10
+        top10 = ranked[:10]
+        unrelated_in_top10 += any(kind == "unrelated" for kind, _ in top10)
+        other_old_in_top10 += any(kind == "stale" and i != n for kind, i in top10)
+    q = len(subjects)
+    return {
+        "queries": q,
+        "memories": len(texts),
+        "stale_current_first_rate": round(current_first / q, 3),
+        "current_in_top10_rate": round(current_in_top10 / q, 3),
+        "unrelated_old_in_top10_rate": round(unrelated_in_top10 / q, 3),
+        "other_subjects_stale_in_top10_rate": round(other_old_in_top10 / q, 3),
+        "decay_rate_per_day": round(rate, 4),
+        "archived_to_cold": report.archived,
+        "data": "benchmarks/data/stale_distractors.json",
+    }
+
+
 # -- main -------------------------------------------------------------------------------------------
 def code_state() -> dict:
     """The commit measured, and whether the ContextOS sources differed from it."""
@@ -328,34 +438,37 @@ def main() -> None:
 
     embedder = LocalMiniLMEmbedder(batch_size=EMBED_BATCH)
     t0 = time.perf_counter()
-    turn_vectors = embed(embedder, [t.text for c in conversations for t in c.turns])
+    turn_vectors = cached_embed(embedder, "turns", [t.text for c in conversations for t in c.turns])
     embed_turns_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    question_vectors = embed(embedder, [q.question for c in conversations for q in c.questions])
+    question_vectors = cached_embed(embedder, "questions", [q.question for c in conversations for q in c.questions])
     embed_questions_s = time.perf_counter() - t0
     print(f"embedded {n_turns} turns in {embed_turns_s:.0f} s, {n_questions} questions in {embed_questions_s:.0f} s")
 
     rate = decay_rate(5, "event", settings.decay)
     # ContextOS variants: name → (timeline, extra request fields).
     variants: dict[str, tuple[str, dict]] = {"contextos": ("shifted", {}), "contextos_fresh": ("fresh", {})}
-    if "recipe" in ContextRequest.model_fields and "intent_adaptive" in getattr(settings.retrieval, "recipes", {}):
-        variants["contextos_fresh_adaptive"] = ("fresh", {"recipe": "intent_adaptive"})
-    if "fusion" in getattr(settings.retrieval, "recipes", {}):
-        variants["contextos_fresh_fusion"] = ("fresh", {"recipe": "fusion"})
+    if settings.retrieval.default_recipe != "standard":  # the seed formula, for comparison
+        variants["contextos_fresh_standard"] = ("fresh", {"recipe": "standard"})
     methods = (*variants, *BASELINES)
     results: list[dict] = []
     failures: list[dict] = []
     diag = defaultdict(int)
     band_counts: dict[str, int] = defaultdict(int)
     returned: dict[str, list[int]] = defaultdict(list)
+    tokens: dict[str, list[int]] = defaultdict(list)
     latencies: list[float] = []
-    store_s = 0.0
+    store_s = scan_s = 0.0
+    archived = 0
     with tempfile.TemporaryDirectory(prefix="contextos-locomo-") as tmp:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), 384, "locomo-minilm")
         db = Database(url, get_dialect("postgres"), max_size=4)
         store = MemoryStore(db, settings.decay, settings.merge)
-        service = InstrumentedRetrieval(settings=settings, store=store, embedder=embedder)
+        lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
+        cold = ColdStorage(lifecycle_store, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
+        scan = LifecycleService(store=store, lifecycle=lifecycle_store, cold=cold, settings=settings.lifecycle)
+        service = InstrumentedRetrieval(settings=settings, store=store, embedder=embedder, cold=cold)
 
         turn_offset = question_offset = 0
         for conv in conversations:
@@ -379,6 +492,13 @@ def main() -> None:
                 for timeline, (tenant, times) in tenants.items()
             }
             store_s += time.perf_counter() - t0
+            # As deployed: the lifecycle scan has run (it runs every 4 h), so what decay forgot is cold.
+            t0 = time.perf_counter()
+            report = LifecycleReport()
+            scan.scan_tenant(tenants["shifted"][0], report)
+            scan.scan_tenant(tenants["fresh"][0], report)
+            archived += report.archived
+            scan_s += time.perf_counter() - t0
             # Which band each turn is in when the questions are asked (shifted timeline).
             turn_band = {
                 t.dia_id: band_of(strength_at(settings.decay.initial_strength, when, now, rate), settings.decay)
@@ -422,6 +542,7 @@ def main() -> None:
                     id_map = id_maps[timeline]
                     row[method] = [id_map[m.id] for m in result.memories]
                     returned[method].append(len(result.memories))
+                    tokens[method].append(result.tokens_used)
                     last = service.last
                     ev = set(q.evidence)
                     pool = {id_map[i] for i in last.get("pool", [])}
@@ -455,6 +576,8 @@ def main() -> None:
                 row["rrf"] = [dia[i] for i in rrf(b_rank, d_rank)]
                 results.append(row)
             print(f"  {conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
+        stale = stale_distractors(store, service, scan, settings, embedder)
+        print(f"stale distractors: {json.dumps(stale)}")
         db.close()
 
     total_s = time.perf_counter() - started_all
@@ -504,7 +627,10 @@ def main() -> None:
         f"\nquestions: {len(results)}; per category: "
         + ", ".join(f"{c}={summary['bm25']['per_category'][f'{c}-{nm}']['n']}" for c, nm in CATEGORIES.items())
     )
-    print(f"context() latency p50/p95: {np.percentile(lat, 50):.0f} / {np.percentile(lat, 95):.0f} ms")
+    if failures:
+        print(f"{len(failures)} failed context calls, first: {failures[0]}")
+    if len(lat):
+        print(f"context() latency p50/p95: {np.percentile(lat, 50):.0f} / {np.percentile(lat, 95):.0f} ms")
     print(f"diagnostics: {json.dumps(diagnostics)}")
     print(f"total {total_s:.0f} s (embedding turns {embed_turns_s:.0f} s, storing {store_s:.0f} s)")
 
@@ -520,6 +646,11 @@ def main() -> None:
         "embed_turns_s": round(embed_turns_s, 1),
         "total_s": round(total_s, 1),
         **summary,
+        "stale_current_first_rate": stale["stale_current_first_rate"],
+        "stale_distractors": stale,
+        **{f"{m} tokens_mean": round(float(np.mean(tokens[m])), 1) for m in variants if tokens[m]},
+        "real_timeline_archived_to_cold": archived,
+        "lifecycle_scan_s": round(scan_s, 1),
         "diagnostics": diagnostics,
         "whatif_reranks_of_contextos_fresh_pool": whatifs,
         "code": code_state(),

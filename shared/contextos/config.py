@@ -71,12 +71,18 @@ class LifecycleSettings(BaseModel):
     cold_prefix: str = "cold/"
     reactivation_cosine: float = 0.80  # a cold stub this close to a query comes back
     reactivation_strength: float = 0.5
-    reactivation_max_per_query: int = 3
+    reactivation_max_per_query: int = 20  # as many as a context holds (retrieval.max_memories): S5 demotes, never loses
     max_reminders_listed: int = 200
     # S6.2's text search leaves out the words this share of a tenant's hot memories hold (near-zero
     # BM25 weight, milliseconds of posting list each); only for tenants this large, recounted each scan
     common_lexeme_share: float = 0.05
     common_lexeme_min_memories: int = 20_000
+    # BM25's statistics (migration 0016), recounted each scan for tenants this large: the mean
+    # length, and the document frequency of every lexeme at least this many memories hold (rarer
+    # ones, and every lexeme of a smaller tenant, are counted live by the search; keep this below
+    # retrieval.bm25_df_live_max so a live count is never cut short)
+    text_stats_min_memories: int = 5_000
+    text_stats_min_docs: int = 20
 
 
 class StandardRecipe(BaseModel):
@@ -141,7 +147,31 @@ class FusionRecipe(BaseModel):
     semantic_graph: float = 0.0
 
 
-Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe | FusionRecipe, Field(discriminator="kind")]
+class RelevanceRecipe(BaseModel):
+    """Relevance gates (S6.4): semantic = w_t·text/max_text + w_v·vector/max_vector + w_g·graph, each
+    search's score divided by its best in the query's own candidate pool (score-level fusion: the
+    BM25 and cosine scales differ per query); then relevance = semantic · (1 − gate + gate·fresh),
+    fresh = a mix of strength and recency. So strength and recency re-order memories of comparable
+    relevance, and cost a memory at most ``gate`` of its score: never enough for a recent,
+    irrelevant memory to outrank old, relevant evidence."""
+
+    kind: Literal["relevance"] = "relevance"
+    semantic_text: float = 0.5
+    semantic_vector: float = 0.5
+    semantic_graph: float = 0.0
+    gate: float = 0.1
+    fresh_strength: float = 0.5  # fresh = this · strength + (1 − this) · recency
+    # The same subject stated twice (cosine between the two memories at least this), the fresher
+    # one (strength higher by ``same_subject_strength_gap``) goes first unless the older one is
+    # more than ``same_subject_margin`` more relevant: an update outranks what it updates. Off
+    # (None) by default: at 0.5 the stale-distractor set reached 0.967 but LoCoMo's real timeline
+    # fell from 65.2 to 58.3 R@10 (same-session turns are that close with MiniLM).
+    same_subject_cosine: float | None = None
+    same_subject_strength_gap: float = 0.3
+    same_subject_margin: float = 0.5
+
+
+Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe, Field(discriminator="kind")]
 
 
 class RetrievalSettings(BaseModel):
@@ -152,9 +182,10 @@ class RetrievalSettings(BaseModel):
             "standard": StandardRecipe(),
             "intent_adaptive": IntentAdaptiveRecipe(),
             "fusion": FusionRecipe(),
+            "relevance": RelevanceRecipe(),
         }
     )
-    default_recipe: str = "standard"
+    default_recipe: str = "relevance"
 
     vector_k: int = 20
     text_k: int = 10  # per key phrase
@@ -180,8 +211,22 @@ class RetrievalSettings(BaseModel):
     token_budget: int = 1500
     l2_excerpts: int = 2  # source excerpts shown under an L2 memory
     l2_excerpt_chars: int = 300
+    # BM25 text search (migration 0016): memories returned, candidates scored (the bound checked
+    # against the exact ranking by benchmarks/retrieval.py), and its constants.
+    bm25_k: int = 20
+    bm25_cap: int = 200
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    bm25_extra_weight: float = 0.5
+    bm25_df_live_max: int = 1000
+    # S5 forgetting demotes: a fading, critical or forgotten memory (a cold stub too) stays a
+    # candidate when it is among the query's best evidence by relevance alone: at least this share
+    # of the best candidate's semantic score, and found by the text search or this close by cosine.
+    demoted_relevance_share: float = 0.5
+    demoted_min_cosine: float = 0.35
+    cold_k: int = 10  # cold stubs the vector search and the text search each bring into the pool
 
-    def recipe(self, name: str | None) -> StandardRecipe | IntentAdaptiveRecipe:
+    def recipe(self, name: str | None) -> StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe:
         """The named recipe (the default when None); an unknown name is a clear error."""
         key = name or self.default_recipe
         if key not in self.recipes:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from contextos.config import FusionRecipe, IntentAdaptiveRecipe, RetrievalSettings, StandardRecipe
+from contextos.config import FusionRecipe, IntentAdaptiveRecipe, RelevanceRecipe, RetrievalSettings, StandardRecipe
 from contextos.decay import recency
 from contextos.models import ScoreBreakdown
 
-AnyRecipe = StandardRecipe | IntentAdaptiveRecipe | FusionRecipe
+AnyRecipe = StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe
 
 
 @dataclass(slots=True)
@@ -45,11 +45,13 @@ def score_candidate(
     fused: float = 0.0,
 ) -> ScoreBreakdown:
     """One candidate's relevance under a recipe, with every component reported. ``fused`` is the
-    candidate's rank-fusion semantic score (`fused_semantic`), read by the fusion recipe only."""
+    candidate's pool-level semantic score (`fused_semantic`, `pooled_semantic`), read by the fusion
+    and relevance recipes only."""
     recipe = recipe or cfg.recipe(None)
     rec = recency(c.hours_since_access, cfg.recency_rate_per_hour)
     # Fusion already rewards a memory every search ranks high: no separate multi-method bonus.
-    bonus = 0.0 if isinstance(recipe, FusionRecipe) else cfg.multi_method_bonus * max(len(c.methods) - 1, 0)
+    fusing = isinstance(recipe, FusionRecipe | RelevanceRecipe)
+    bonus = 0.0 if fusing else cfg.multi_method_bonus * max(len(c.methods) - 1, 0)
     if isinstance(recipe, IntentAdaptiveRecipe):
         w = recipe.profiles.get(intent) or recipe.profiles["default"]
         importance = c.importance / 10.0
@@ -63,6 +65,11 @@ def score_candidate(
             + w.frequency * frequency
         )
         semantic = c.vector
+    elif isinstance(recipe, RelevanceRecipe):
+        semantic = fused
+        fresh = recipe.fresh_strength * c.strength + (1.0 - recipe.fresh_strength) * rec
+        relevance = semantic * (1.0 - recipe.gate + recipe.gate * fresh)
+        importance = frequency = 0.0
     elif isinstance(recipe, FusionRecipe):
         semantic = fused
         relevance = (
@@ -124,15 +131,36 @@ def fused_semantic(candidates: Sequence[Candidate], recipe: FusionRecipe) -> lis
     return [f / best for f in fused]
 
 
+def pooled_semantic(candidates: Sequence[Candidate], recipe: RelevanceRecipe) -> list[float]:
+    """Per candidate, Σ wₘ · scoreₘ / maxₘ over the searches, each search's score divided by its best
+    in this pool (a BM25 score has no fixed scale; a cosine's useful range moves per query)."""
+    best_text = max((c.text for c in candidates), default=0.0) or 1.0
+    best_vector = max((c.vector for c in candidates), default=0.0) or 1.0
+    return [
+        recipe.semantic_text * c.text / best_text
+        + recipe.semantic_vector * c.vector / best_vector
+        + recipe.semantic_graph * c.graph
+        for c in candidates
+    ]
+
+
 def rank(
     candidates: Sequence[Candidate],
     cfg: RetrievalSettings,
     recipe: AnyRecipe | None = None,
     intent: str = "default",
+    same_subject: Iterable[tuple[object, object]] = (),
 ) -> list[Ranked]:
     """Score, softmax-normalize and sort; ties by strength, then recency, then importance."""
-    fused = fused_semantic(candidates, recipe) if isinstance(recipe, FusionRecipe) else [0.0] * len(candidates)
+    if isinstance(recipe, FusionRecipe):
+        fused = fused_semantic(candidates, recipe)
+    elif isinstance(recipe, RelevanceRecipe):
+        fused = pooled_semantic(candidates, recipe)
+    else:
+        fused = [0.0] * len(candidates)
     ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent, f)) for c, f in zip(candidates, fused, strict=True)]
+    if isinstance(recipe, RelevanceRecipe):
+        fresher_first(ranked, recipe, same_subject)
     probabilities = softmax([r.score.relevance for r in ranked], cfg.softmax_temperature)
     for r, p in zip(ranked, probabilities, strict=True):
         r.score.probability = p
@@ -145,3 +173,47 @@ def rank(
         )
     )
     return ranked
+
+
+def among_best_evidence(candidates: Sequence[Candidate], cfg: RetrievalSettings) -> list[Candidate]:
+    """S5, forgetting demotes: strong memories are always candidates; a fading, critical or forgotten
+    one stays only when it is among the query's best evidence by relevance alone, decided against
+    the query's own candidates (at least ``demoted_relevance_share`` of the best pooled semantic
+    score, `pooled_semantic` with the default relevance weights), and has some evidence of its
+    own: a text match or a cosine of at least ``demoted_min_cosine``. So an unrelated query keeps
+    none of them, whatever its best candidate."""
+    weights = RelevanceRecipe()
+    semantic = pooled_semantic(candidates, weights)
+    best = max(semantic, default=0.0)
+    keep = []
+    for c, s in zip(candidates, semantic, strict=True):
+        band = c.payload.get("band") if isinstance(c.payload, dict) else None
+        if (
+            band is None
+            or band == "strong"
+            or ((c.text > 0 or c.vector >= cfg.demoted_min_cosine) and s >= cfg.demoted_relevance_share * best)
+        ):
+            keep.append(c)
+    return keep
+
+
+def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe, same_subject: Iterable[tuple[object, object]]) -> None:
+    """Two candidates about the same subject (``same_subject``: pairs of ids whose embeddings are at
+    least ``same_subject_cosine`` apart), one clearly fresher: the older one is placed just below
+    the fresher one unless it is more than ``same_subject_margin`` more relevant. Only such pairs
+    move; memories about different things keep their order by relevance (S6.4: relevance gates)."""
+    by_id = {r.candidate.id: r for r in ranked}
+    lowered: dict[object, float] = {}
+    for a, b in same_subject:
+        if a not in by_id or b not in by_id:
+            continue
+        x, y = by_id[a], by_id[b]
+        fresh, old = (x, y) if x.candidate.strength >= y.candidate.strength else (y, x)
+        if (
+            fresh.candidate.strength - old.candidate.strength >= recipe.same_subject_strength_gap
+            and fresh.score.relevance < old.score.relevance <= fresh.score.relevance * (1 + recipe.same_subject_margin)
+        ):
+            below = fresh.score.relevance * (1 - 1e-6)
+            lowered[old.candidate.id] = min(lowered.get(old.candidate.id, below), below)
+    for memory_id, relevance in lowered.items():
+        by_id[memory_id].score.relevance = relevance

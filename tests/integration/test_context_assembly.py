@@ -69,7 +69,7 @@ def test_a_recipe_is_chosen_per_call_and_an_unknown_one_is_a_clear_400(memories)
     _, adaptive = call_api(
         "POST", "/v1/context", memories, {"query": "canary release", "dry_run": True, "recipe": "intent_adaptive"}
     )
-    assert {m["score"]["recipe"] for m in standard["memories"]} == {"standard"}
+    assert {m["score"]["recipe"] for m in standard["memories"]} == {"relevance"}  # the default
     assert {m["score"]["recipe"] for m in adaptive["memories"]} == {"intent_adaptive"}
     status, error = call_api("POST", "/v1/context", memories, {"query": "x", "recipe": "nope"})
     assert status == 400 and error["error"]["code"] == "unknown_recipe"

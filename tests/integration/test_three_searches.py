@@ -55,7 +55,8 @@ def test_the_graph_finds_a_memory_only_linked_to_a_hit(memories):
 
 
 def test_a_memory_found_by_several_methods_gets_the_bonus(memories):
-    result = container.retrieval().context(memories, ContextRequest(query="automobile maintenance", dry_run=True))
+    request = ContextRequest(query="automobile maintenance", dry_run=True, recipe="standard")  # the seed formula's
+    result = container.retrieval().context(memories, request)
     car = next(m for m in result.memories if m.label == "Automobile maintenance")
     assert {"vector", "text"} <= set(car.score.methods)
     assert car.score.bonus == pytest.approx(0.05 * (len(car.score.methods) - 1))

@@ -5,13 +5,14 @@ from contextos.config import RetrievalSettings
 from contextos.scoring import Candidate, rank, score_candidate, softmax
 
 CFG = RetrievalSettings()
+STANDARD = CFG.recipe("standard")  # the seed formula (S6.4)
 
 
 def test_relevance_matches_the_spec_formula_by_hand():
     c = Candidate(
         id="a", strength=0.8, hours_since_access=5.0, importance=5, vector=0.9, text=0.5, graph=0.2, methods={"vector"}
     )
-    s = score_candidate(c, CFG)
+    s = score_candidate(c, CFG, STANDARD)
     semantic = 0.5 * 0.9 + 0.3 * 0.5 + 0.2 * 0.2  # 0.64
     recency = math.exp(-0.1 * 5.0)  # 0.60653
     assert s.semantic == pytest.approx(semantic)
@@ -21,10 +22,14 @@ def test_relevance_matches_the_spec_formula_by_hand():
 
 def test_found_by_several_methods_earns_the_bonus():
     one = score_candidate(
-        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector"}), CFG
+        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector"}),
+        CFG,
+        STANDARD,
     )
     two = score_candidate(
-        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector", "text"}), CFG
+        Candidate(id="a", strength=0.5, hours_since_access=1, importance=5, vector=0.5, methods={"vector", "text"}),
+        CFG,
+        STANDARD,
     )
     assert two.relevance - one.relevance == pytest.approx(CFG.multi_method_bonus)
 
@@ -106,3 +111,39 @@ def test_the_fusion_recipe_ranks_by_reciprocal_ranks_with_shared_ranks_for_ties(
     # With the graph weighted, its tied 0.3 gives a and b the same rank, not an arbitrary order.
     graphed = fused_semantic(pool, FusionRecipe(semantic_vector=0.0, semantic_text=0.0, semantic_graph=1.0))
     assert graphed[0] == graphed[1] == pytest.approx(1.0) and graphed[2] == 0.0
+
+
+def _candidate(name: str, strength: float, vector: float, text: float, embedding: list[float]) -> Candidate:
+    return Candidate(
+        id=name,
+        strength=strength,
+        hours_since_access=1.0,
+        importance=5,
+        vector=vector,
+        text=text,
+        methods={"vector", "text"},
+        payload={},
+    )
+
+
+def test_relevance_recipe_lets_strength_reorder_only_within_its_gate():
+    recipe = CFG.recipe("relevance")
+    old_relevant = _candidate("old", 0.0, 0.9, 1.0, [1.0, 0.0])
+    recent_irrelevant = _candidate("recent", 1.0, 0.5, 0.3, [0.0, 1.0])
+    ranked = rank([recent_irrelevant, old_relevant], CFG, recipe)
+    assert [r.candidate.id for r in ranked] == ["old", "recent"]  # strength costs at most the gate
+    top = ranked[0].score
+    assert top.semantic == pytest.approx(1.0)
+    fresh = recipe.fresh_strength * 0.0 + (1 - recipe.fresh_strength) * math.exp(-0.1 * 1.0)
+    assert top.relevance == pytest.approx(1.0 * (1 - recipe.gate + recipe.gate * fresh))
+
+
+def test_an_update_outranks_the_older_statement_of_the_same_subject_not_other_memories():
+    recipe = CFG.recipe("relevance").model_copy(update={"same_subject_cosine": 0.5})  # off by default
+    stale = _candidate("stale", 0.0, 0.8, 1.0, [1.0, 0.1])
+    current = _candidate("current", 0.9, 0.8, 0.7, [0.95, 0.2])  # same subject, less matching text
+    other_old = _candidate("other", 0.0, 0.8, 1.0, [0.0, 1.0])  # as relevant, another subject
+    same_subject = [("stale", "current")]  # what the store finds by cosine between the two
+    order = [r.candidate.id for r in rank([stale, other_old, current], CFG, recipe, same_subject=same_subject)]
+    assert order.index("current") < order.index("stale")
+    assert order[0] == "other"  # memories about different things keep their order by relevance

@@ -92,25 +92,38 @@ class ColdStorage:
         matches = self.store.cold_matches(
             tenant_id, query_vector, min_similarity=cfg.reactivation_cosine, limit=cfg.reactivation_max_per_query
         )
-        out: list[Reactivation] = []
-        for match in matches:  # at most reactivation_max_per_query, by construction
+        return [r for r, _ in self.bring_back(tenant_id, matches, dry_run=dry_run, reason="query match cosine")]
+
+    def bring_back(
+        self, tenant_id: str, matches: Sequence[dict], *, dry_run: bool, reason: str, read_definition: bool = False
+    ) -> list[tuple[Reactivation, dict | None]]:
+        """Restore the given cold stubs (rows of `cold_matches` or `cold_candidates`), each with its
+        archived memory (``read_definition``: a dry run reads it too, changing nothing, so that it
+        shows what would be injected)."""
+        cfg = self.settings
+        out: list[tuple[Reactivation, dict | None]] = []
+        for match in matches:
             similarity = round(float(match["similarity"]), 4)
-            if dry_run:
-                out.append(Reactivation(id=match["id"], label=match["label"], similarity=similarity, restored=False))
+            if dry_run and not read_definition:
+                out.append(
+                    (Reactivation(id=match["id"], label=match["label"], similarity=similarity, restored=False), None)
+                )
                 continue
+            restored = False
             try:
                 member = self.blobs.get_range(
                     self.bucket, match["cold_object_key"], match["cold_byte_start"], match["cold_byte_end"]
                 )
                 payload = unpack(member)
                 self.on_step("reactivate:after_get")
-                with self.store.claim_cold(tenant_id, match["id"]) as claim:
-                    if claim is None or claim.object_key != match["cold_object_key"]:
-                        continue  # reactivated (or re-archived) by someone else meanwhile
-                    restored = self.store.restore(
-                        claim, payload, strength=cfg.reactivation_strength, reason=f"query match cosine {similarity}"
-                    )
-                    self.on_step("reactivate:before_commit")
+                if not dry_run:
+                    with self.store.claim_cold(tenant_id, match["id"]) as claim:
+                        if claim is None or claim.object_key != match["cold_object_key"]:
+                            continue  # reactivated (or re-archived) by someone else meanwhile
+                        restored = self.store.restore(
+                            claim, payload, strength=cfg.reactivation_strength, reason=f"{reason} {similarity}"
+                        )
+                        self.on_step("reactivate:before_commit")
             except Exception as exc:  # the query answers without it; the next matching query retries
                 logger.warning(
                     "cold memory not reactivated",
@@ -120,5 +133,9 @@ class ColdStorage:
                 continue
             if restored:
                 metrics.add_metric(name="MemoriesReactivated", unit="Count", value=1)
-                out.append(Reactivation(id=match["id"], label=match["label"], similarity=similarity, restored=True))
+            if restored or dry_run:
+                reactivation = Reactivation(
+                    id=match["id"], label=match["label"], similarity=similarity, restored=restored
+                )
+                out.append((reactivation, payload.get("memory")))
         return out

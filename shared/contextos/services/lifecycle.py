@@ -85,6 +85,7 @@ class LifecycleService:
             report.vectors_indexed += settled
         clock.lap("settle_vectors")
         report.common_lexemes += self.lifecycle.refresh_common_lexemes(tenant_id)
+        self.lifecycle.refresh_text_stats(tenant_id)
         clock.lap("text_statistics")
 
     def reminders(

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from contextos.config import Settings
+from contextos.config import RelevanceRecipe, Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import BadRequest, UnknownRecipe
@@ -26,11 +26,12 @@ from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scopes import ScopeFilter
-from contextos.scoring import AnyRecipe, Candidate, Ranked, rank
+from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence, rank
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads, PoolRequest
 from contextos.store.repository import MemoryStore
 from contextos.store.scoped_reads import ScopedReads
+from contextos.store.text_search import BM25Params
 from contextos.trust import composite_trust
 
 # The read path's concurrent statement (the text search, beside the vector search on the caller's
@@ -63,25 +64,33 @@ class RetrievalService:
         intent = analysis.intent
         if query_vector is None:
             query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
-        # Cold matches come back first, so the searches below can already return them (S5); a dry run
-        # or a look into the past only lists them.
-        reactivated = (
-            self.cold.reactivate(tenant_id, query_vector, dry_run=request.dry_run or request.as_of is not None)
-            if self.cold
-            else []
-        )
         reads = self._reads(request.as_of, request.scope)  # S7: as_of answers from history; S11: scopes
-        rows, found = self._search(tenant_id, analysis, query_vector, reads, pinned=cfg.max_pinned)
+        # cold stubs carry no scope filter of their own: a scoped read searches the hot store only
+        searching_cold = self.cold is not None and request.as_of is None and not isinstance(reads, ScopedReads)
+        cold_job = (  # the stubs nearest by cosine, read beside the searches
+            _SEARCHES.submit(self.cold.store.cold_candidates, tenant_id, query_vector, [], limit=cfg.cold_k)
+            if self.cold is not None and searching_cold
+            else None
+        )
+        rows, found = self._search(
+            tenant_id, request.query, analysis, query_vector, reads, pinned=cfg.max_pinned, with_cold=searching_cold
+        )
+        # S5, forgetting demotes: cold stubs near the query by cosine or found by the text search
+        # compete with the hot candidates, and come back only when they rank among them
+        cold = self._cold_candidates(tenant_id, query_vector, found, cold_job.result()) if cold_job else []
         pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
         rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
         scope = {"min_trust": request.min_trust, "historical": request.as_of is not None}
-        ranked = rank(
-            [c for c in self._candidates(rows, found, **scope) if c.id not in pinned_ids], cfg, recipe, intent
-        )
+        candidates = [c for c in self._candidates(rows, found, **scope, cold=cold) if c.id not in pinned_ids]
+        pairs = self._same_subject(tenant_id, candidates, recipe)
+        ranked = rank(candidates, cfg, recipe, intent, pairs)
         pinned_ranked = rank(pinned, cfg, recipe, intent)
         sources = _sources(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
+        chosen, reactivated = self._reactivate(tenant_id, chosen, dry_run=request.dry_run)
+        if self.cold is not None and request.as_of is not None:  # a look into the past lists close ones only
+            reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=True)
         budget = request.token_budget or cfg.token_budget
         excerpts = {r.candidate.id: r.candidate.payload["excerpts"] for r in chosen if r.candidate.payload["excerpts"]}
         memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
@@ -117,7 +126,9 @@ class RetrievalService:
         recipe = self._recipe(request.recipe)
         analysis = analyze(request.query)
         query_vector = self.embedder.embed([request.query])[0]
-        rows, found = self._search(tenant_id, analysis, query_vector, self._reads(request.as_of, request.scope))
+        rows, found = self._search(
+            tenant_id, request.query, analysis, query_vector, self._reads(request.as_of, request.scope)
+        )
         candidates = self._candidates(rows, found, min_trust=request.min_trust, historical=request.as_of is not None)
         ranked = rank(candidates, cfg, recipe, analysis.intent)[: request.limit]
         sources = _sources(ranked)
@@ -127,6 +138,22 @@ class RetrievalService:
             intent=analysis.intent,
             recipe=request.recipe or cfg.default_recipe,
             memories=with_history(self.store, tenant_id, memories) if request.include_history else memories,
+        )
+
+    def _same_subject(self, tenant_id: str, candidates: list[Candidate], recipe: AnyRecipe) -> list[tuple]:
+        """The candidate pairs about the same subject, when the recipe orders updates first."""
+        if not isinstance(recipe, RelevanceRecipe) or recipe.same_subject_cosine is None or len(candidates) < 2:
+            return []
+        rows = self.store.same_subject_pairs(
+            tenant_id, [c.id for c in candidates], min_cosine=recipe.same_subject_cosine
+        )
+        return [(r["a"], r["b"]) for r in rows]
+
+    @property
+    def _bm25(self) -> BM25Params:
+        cfg = self.settings.retrieval
+        return BM25Params(
+            k1=cfg.bm25_k1, b=cfg.bm25_b, extra_weight=cfg.bm25_extra_weight, df_live_max=cfg.bm25_df_live_max
         )
 
     def _recipe(self, name: str | None) -> AnyRecipe:
@@ -151,11 +178,13 @@ class RetrievalService:
     def _search(
         self,
         tenant_id: str,
+        query: str,
         analysis: QueryAnalysis,
         query_vector: list[float],
         reads: MemoryStore | HistoricalReads | ScopedReads | None = None,
         *,
         pinned: int = 0,
+        with_cold: bool = False,
     ) -> tuple[list[dict], dict[object, dict[str, float]]]:
         """The three searches (S6.2): vector and text concurrently (two statements on two
         connections), then one statement that walks the graph from their hits and reads every
@@ -166,12 +195,18 @@ class RetrievalService:
         """
         cfg = self.settings.retrieval
         reads = reads or self.store
+        phrases = [analysis.terms(phrase) for phrase in analysis.phrases]
+        extra = [s for terms in phrases for s in terms[1:]] + list(analysis.carried)
         text_job = _SEARCHES.submit(
-            reads.text_search,
+            reads.text_rank,
             tenant_id,
-            [analysis.terms(phrase) for phrase in analysis.phrases],
-            k=cfg.text_k,
-            cap=cfg.text_match_cap,
+            query,
+            extra,
+            phrases,
+            k=cfg.bm25_k,
+            cap=cfg.bm25_cap,
+            params=self._bm25,
+            with_cold=with_cold,
         )
         vector_rows = reads.vector_search(
             tenant_id,
@@ -185,13 +220,13 @@ class RetrievalService:
         found: dict[object, dict[str, float]] = {}
         for row in vector_rows:
             found.setdefault(row["id"], {})["vector"] = max(float(row["vector_sim"]), 0.0)
-        top_rank = max((float(r["rank"]) for r in text_rows), default=0.0) or 1.0
-        for row in text_rows:
-            # A verbatim occurrence of the phrase scores 1; otherwise the rank relative to the best.
-            # (A bounded boost instead cost 2.7 points of LoCoMo R@10: kept as it is.)
-            score = 1.0 if row["label_match"] else min(float(row["rank"]) / top_rank, 1.0)
+        top_score = max((float(r["score"]) for r in text_rows), default=0.0) or 1.0
+        for row in text_rows:  # BM25 relative to the query's best match: every recipe reads [0, 1]
             scores = found.setdefault(row["id"], {})
-            scores["text"] = max(scores.get("text", 0.0), score)
+            scores["text"] = float(row["score"]) / top_score
+            if row.get("cold"):
+                scores["cold"] = 1.0  # a cold stub: `_cold_candidates` takes it out of the hot pool
+        text_rows = [r for r in text_rows if not r.get("cold")]
         seeds = [r["id"] for r in vector_rows[: cfg.graph_seeds]]
         seeds += [r["id"] for r in text_rows[: cfg.graph_seeds] if r["id"] not in seeds]
         reports = self.settings.reports
@@ -232,10 +267,12 @@ class RetrievalService:
         pinned: bool = False,
         min_trust: float | None = None,
         historical: bool = False,
+        cold: list[Candidate] | None = None,
     ) -> list[Candidate]:
-        """Bands (S5): strong always, fading only when relevant, forgotten never (pinned
+        """Bands (S5): strong always; fading, critical and forgotten ones only when they are among
+        the query's best evidence (`among_best_evidence`: forgetting demotes). Pinned
         ``always_load`` memories are in context whatever their band; a historical read shows what
-        was believed then, whatever its strength now). Composite trust (S7) for each, and
+        was believed then, whatever its strength now. Composite trust (S7) for each, and
         ``min_trust`` leaves out the rest."""
         cfg, decay, governance = self.settings.retrieval, self.settings.decay, self.settings.governance
         keep_all_bands = pinned or historical
@@ -245,9 +282,6 @@ class RetrievalService:
             band = band_of(row["strength"], decay)
             methods = found.get(row["id"], {})
             vector = max(float(row["vector_sim"]), 0.0)
-            relevant = vector >= cfg.fading_relevance_floor or "text" in methods
-            if not keep_all_bands and (band is Band.forgotten or (band is not Band.strong and not relevant)):
-                continue
             trust = composite_trust(
                 float(row["base_trust"]),
                 int(row.get("corroborations") or 0),
@@ -272,7 +306,68 @@ class RetrievalService:
                     trust=trust,
                 )
             )
+        out += [c for c in cold or [] if min_trust is None or c.trust >= min_trust]
+        return out if keep_all_bands else among_best_evidence(out, cfg)
+
+    def _cold_candidates(
+        self, tenant_id: str, query_vector: list[float], found: dict[object, dict[str, float]], near: list[dict]
+    ) -> list[Candidate]:
+        """Cold stubs as candidates (band forgotten): the ``near`` ones by cosine and those the text
+        search found (``found`` entries flagged ``cold``, which are removed from it; read here only
+        when the cosine search did not already bring them)."""
+        assert self.cold is not None
+        text = {i: scores["text"] for i, scores in list(found.items()) if scores.get("cold")}
+        for i in text:
+            del found[i]
+        missing = [i for i in text if i not in {r["id"] for r in near}]
+        if missing:
+            near = near + self.cold.store.cold_candidates(tenant_id, query_vector, missing, limit=0)
+        now = datetime.now(UTC)
+        out = []
+        for row in near:
+            methods = {"vector"} | ({"text"} if row["id"] in text else set())
+            out.append(
+                Candidate(
+                    id=row["id"],
+                    strength=0.0,
+                    hours_since_access=(now - row["last_accessed_at"]).total_seconds() / 3600.0,
+                    importance=row["importance"],
+                    access_count=row["access_count"],
+                    vector=max(float(row["similarity"]), 0.0),
+                    text=text.get(row["id"], 0.0),
+                    methods=methods,
+                    payload=row
+                    | {"band": Band.forgotten, "definition": "", "sources": [], "excerpts": [], "cold": True},
+                    trust=float(row["base_trust"]),
+                )
+            )
         return out
+
+    def _reactivate(self, tenant_id: str, chosen: list[Ranked], *, dry_run: bool) -> tuple[list[Ranked], list]:
+        """The chosen cold stubs come back (restored at the reactivation strength and audit-logged; a
+        dry run reads them and changes nothing), at most ``reactivation_max_per_query``; the rest,
+        and any whose restore failed, leave the context."""
+        stubs = [r for r in chosen if r.candidate.payload.get("cold")]
+        if not stubs or self.cold is None:
+            return chosen, []
+        limit = self.settings.lifecycle.reactivation_max_per_query
+        back = self.cold.bring_back(
+            tenant_id,
+            [r.candidate.payload | {"similarity": r.candidate.vector} for r in stubs[:limit]],
+            dry_run=dry_run,
+            reason="among the query's best evidence, cosine",
+            read_definition=True,
+        )
+        memories = {reactivation.id: memory for reactivation, memory in back}
+        kept = []
+        for r in chosen:
+            if r.candidate.payload.get("cold"):
+                if r.candidate.id not in memories:
+                    continue
+                memory = memories[r.candidate.id] or {}
+                r.candidate.payload["definition"] = memory.get("definition", "")
+            kept.append(r)
+        return kept, [reactivation for reactivation, _ in back]
 
     def _forgetting_budget(self, ranked: list[Ranked], sources: dict, limit: int) -> list[Ranked]:
         """At most ``limit`` memories, and no single source above its share of them (S6.5)."""

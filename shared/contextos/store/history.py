@@ -16,7 +16,7 @@ from uuid import UUID
 
 from contextos.store.db import Database
 from contextos.store.sql import current_strength
-from contextos.store.text_search import search_phrases
+from contextos.store.text_search import BM25Params, rank_text, search_phrases
 from pgvector import Vector
 
 
@@ -279,6 +279,32 @@ class HistoricalReads:
     def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
         with self.db.tenant_tx(tenant_id) as conn:
             return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap, as_of=self.as_of)
+
+    def text_rank(
+        self,
+        tenant_id: str,
+        query: str,
+        extra: Sequence[str],
+        phrases: Sequence[Sequence[str]],
+        *,
+        k: int,
+        cap: int | None,
+        params: BM25Params,
+        with_cold: bool = False,
+    ) -> list[dict]:
+        with self.db.tenant_tx(tenant_id) as conn:
+            return rank_text(
+                conn,
+                self.db.dialect.name,
+                tenant_id,
+                query,
+                extra,
+                phrases,
+                k=k,
+                cap=cap or k,
+                params=params,
+                as_of=self.as_of,
+            )
 
     def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
         """The store's candidate pool over what was believed then (edges and occurrences recorded by then)."""

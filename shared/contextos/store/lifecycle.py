@@ -62,11 +62,14 @@ class ArchiveClaim:
 
     def stub(self, object_key: str, ranges: Sequence[tuple[int, int]]) -> None:
         """Shrink the hot rows to stubs that point at their bytes in ``object_key``: one transaction
-        with the audit entries, committed when the claim's block ends without an error."""
+        with the audit entries, committed when the claim's block ends without an error. A stub keeps
+        its label, its embedding and the lexical form of label and definition (``stub_tsv``), so
+        both searches still find it (S5)."""
         conn, tenant = self.conn, self.tenant_id
         ids = [r.memory_id for r in self.records]
         conn.execute(
             """UPDATE memories AS m SET tier = 'cold', state = 'archived', definition = '', metadata = '{}',
+                      stub_tsv = m.search_tsv,
                       acronyms = '{}', initials = NULL, next_transition_at = NULL, cold_object_key = %(key)s,
                       cold_byte_start = s.b, cold_byte_end = s.e, updated_at = now()
                FROM unnest(%(ids)b::uuid[], %(starts)b::int8[], %(ends)b::int8[]) AS s(id, b, e)
@@ -132,6 +135,14 @@ COMMON_LEXEMES_SQL = """
     WHERE s.ndoc >= %(share)s * %(hot)s"""
 
 
+TEXT_STATS_SQL = """
+    INSERT INTO text_lexeme_stats (tenant_id, lexeme, docs)
+    SELECT %(tenant)s, s.word, s.ndoc
+    FROM ts_stat(format('SELECT search_tsv FROM memories WHERE tenant_id = %%L'
+                        ' AND state = ''active'' AND tier = ''hot''', %(tenant)s::text)) AS s
+    WHERE s.ndoc >= %(min_docs)s"""
+
+
 class LifecycleStore:
     def __init__(self, db: Database, decay: DecaySettings, settings: LifecycleSettings) -> None:
         self.db = db
@@ -155,6 +166,28 @@ class LifecycleStore:
             return conn.execute(
                 COMMON_LEXEMES_SQL, {"tenant": tenant_id, "hot": hot, "share": cfg.common_lexeme_share}
             ).rowcount
+
+    def refresh_text_stats(self, tenant_id: str) -> int:
+        """Recount BM25's statistics for a large tenant (migration 0016): its mean search-vector
+        length and the document frequency of its frequent lexemes; one ts_stat pass. A smaller
+        tenant keeps none, and the search counts live. Returns the lexemes stored."""
+        cfg = self.settings
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute("DELETE FROM text_lexeme_stats WHERE tenant_id = %s", [tenant_id])
+            conn.execute("DELETE FROM text_tenant_stats WHERE tenant_id = %s", [tenant_id])
+            if self.db.dialect.name != "postgres":
+                return 0
+            row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
+            hot = row["hot_memories"] if row else 0
+            if hot < cfg.text_stats_min_memories:
+                return 0
+            conn.execute(
+                """INSERT INTO text_tenant_stats (tenant_id, docs, avg_length)
+                   SELECT %(tenant)s, count(*), coalesce(avg(length(m.search_tsv)), 1)
+                   FROM memories m WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'""",
+                {"tenant": tenant_id},
+            )
+            return conn.execute(TEXT_STATS_SQL, {"tenant": tenant_id, "min_docs": cfg.text_stats_min_docs}).rowcount
 
     # -- band transitions and reminders ---------------------------------------------------
     def materialize(self, tenant_id: str, *, after: tuple[datetime, UUID] | None, limit: int) -> TransitionBatch:
@@ -283,6 +316,30 @@ class LifecycleStore:
             )
 
     # -- reactivation ---------------------------------------------------------------------
+    def cold_candidates(
+        self, tenant_id: str, query_vector: Sequence[float], text_ids: Sequence[UUID], *, limit: int
+    ) -> list[dict]:
+        """The query's cold candidates (S5, forgetting demotes): the ``limit`` cold stubs nearest the
+        query by cosine, plus those the text search found (``text_ids``), each with its cosine and
+        what scoring reads of it. Whether any comes back is decided against the hot candidates."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return conn.execute(
+                """WITH near AS (
+                       SELECT v.memory_id FROM memory_vectors v
+                       WHERE v.tenant_id = %(tenant)s AND v.cold
+                       ORDER BY v.embedding <=> %(q)s LIMIT %(limit)s
+                   )
+                   SELECT m.id, m.label, m.type, m.importance, m.access_count, m.last_accessed_at, m.base_trust,
+                          m.cold_object_key, m.cold_byte_start, m.cold_byte_end,
+                          COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS similarity
+                   FROM memories m
+                   LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                   WHERE m.tenant_id = %(tenant)s AND m.tier = 'cold' AND m.superseded_by IS NULL
+                     AND m.cold_object_key IS NOT NULL
+                     AND (m.id IN (SELECT memory_id FROM near) OR m.id = ANY(%(ids)s::uuid[]))""",
+                {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit, "ids": list(text_ids)},
+            ).fetchall()
+
     def cold_matches(
         self, tenant_id: str, query_vector: Sequence[float], *, min_similarity: float, limit: int
     ) -> list[dict]:
@@ -350,7 +407,7 @@ class LifecycleStore:
             return False
         s = str(float(strength))
         conn.execute(
-            f"""UPDATE memories AS m SET tier = 'hot', state = 'active', definition = p.definition,
+            f"""UPDATE memories AS m SET tier = 'hot', state = 'active', definition = p.definition, stub_tsv = NULL,
                       metadata = p.metadata, acronyms = p.acronyms, initials = p.initials,
                       strength_anchor = {s}, strength_anchor_at = now(), strength = {s},
                       band = {band_case(s, d)}, strength_materialized_at = now(),

@@ -35,7 +35,7 @@ from contextos.store.governance import (
 )
 from contextos.store.history import PoolRequest, candidate_pool_sql, graph_walk_sql, live_now, walk_params
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
-from contextos.store.text_search import phrases_call, search_phrases
+from contextos.store.text_search import BM25Params, bm25_call, phrases_call, rank_text, search_phrases
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -877,6 +877,48 @@ class MemoryStore:
             return self.db.tenant_read(tenant_id, phrases_call(phrases, k=k, cap=cap))
         with self.db.tenant_tx(tenant_id) as conn:
             return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap)
+
+    def text_rank(
+        self,
+        tenant_id: str,
+        query: str,
+        extra: Sequence[str],
+        phrases: Sequence[Sequence[str]],
+        *,
+        k: int,
+        cap: int | None,
+        params: BM25Params,
+        with_cold: bool = False,
+    ) -> list[dict]:
+        """S6.2's text search as BM25 over the tenant's statistics (migration 0016): the whole query
+        plus ``extra`` terms (synonyms, carried phrases) at a lower weight; rows ``(id, score,
+        matched, cold)``, hot memories first, then cold stubs when ``with_cold``."""
+        if self.db.dialect.name == "postgres":
+            call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold)
+            return self.db.tenant_read(tenant_id, call)
+        with self.db.tenant_tx(tenant_id) as conn:
+            dialect = self.db.dialect.name
+            return rank_text(conn, dialect, tenant_id, query, extra, phrases, k=k, cap=cap or k, params=params)
+
+    def same_subject_pairs(self, tenant_id: str, ids: Sequence[UUID], *, min_cosine: float) -> list[dict]:
+        """Pairs ``(a, b)`` of the given memories (hot or cold) whose embeddings are at least
+        ``min_cosine`` apart: the candidates about the same subject, for the relevance recipe's
+        fresher-first rule. Computed in the database (returning vectors as text costs ~1.5 ms each
+        to parse)."""
+        if len(ids) < 2:
+            return []
+        return self.db.tenant_read(
+            tenant_id,
+            (
+                """SELECT a.memory_id AS a, b.memory_id AS b
+                   FROM memory_vectors a
+                   JOIN memory_vectors b ON b.tenant_id = a.tenant_id AND b.memory_id = ANY(%(ids)s::uuid[])
+                        AND a.memory_id < b.memory_id
+                   WHERE a.tenant_id = %(tenant)s AND a.memory_id = ANY(%(ids)s::uuid[])
+                     AND (a.embedding <=> b.embedding) <= %(distance)s""",
+                {"tenant": tenant_id, "ids": list(ids), "distance": 1.0 - min_cosine},
+            ),
+        )
 
     def graph_expand(
         self, tenant_id: str, seeds: Sequence[UUID], *, hops: int, fall: float, shared_source_weight: float, k: int

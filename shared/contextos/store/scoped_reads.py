@@ -24,7 +24,7 @@ from contextos.scopes import ScopeFilter
 from contextos.store.history import PoolRequest, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import scope_params, scope_predicate
-from contextos.store.text_search import phrases_call
+from contextos.store.text_search import BM25Params, phrases_call
 from pgvector import Vector
 
 SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
@@ -153,6 +153,40 @@ class ScopedReads:
             ),
         )
         return _top_per_phrase(hits, k)
+
+    def text_rank(
+        self,
+        tenant_id: str,
+        query: str,
+        extra: Sequence[str],
+        phrases: Sequence[Sequence[str]],
+        *,
+        k: int,
+        cap: int | None,
+        params: BM25Params,
+        with_cold: bool = False,
+    ) -> list[dict]:
+        """The tenant's BM25 ranking, widened, then the scope's own rows of it in rank order."""
+        hits = self.store.text_rank(
+            tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params, with_cold=with_cold
+        )
+        if not hits:
+            return []
+        dialect = self.store.db.dialect.name
+        rows = self.store.db.tenant_read(
+            tenant_id,
+            *self._hints(),
+            (
+                f"""SELECT m.id FROM memories m
+                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s)
+                      AND {scope_predicate("m", self.scope, dialect)}""",
+                self._params(tenant_id) | {"ids": sorted({h["id"] for h in hits})},
+            ),
+        )
+        keep = {r["id"] for r in rows}
+        hot = [h for h in hits if h["id"] in keep and not h.get("cold")][:k]
+        cold = [h for h in hits if h["id"] in keep and h.get("cold")][:k]
+        return hot + cold
 
     def _filtered(self, tenant_id: str, hits: list[dict], k: int) -> list[dict]:
         if not hits:

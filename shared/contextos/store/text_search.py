@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -103,3 +104,59 @@ def search_phrases(
             rows += conn.execute(_inline_sql(False, as_of is not None), params).fetchall()
         out += [{"phrase_no": number, **row} for row in rows]
     return out
+
+
+def bm25_call(
+    query: str,
+    extra: Sequence[str],
+    *,
+    k: int,
+    cap: int | None,
+    params: BM25Params,
+    as_of: datetime | None = None,
+    with_cold: bool = False,
+) -> tuple[str, list]:
+    """The PostgreSQL BM25 call (migration 0016): rows ``(id, score, matched, cold)``, best first
+    (hot memories, then the cold stubs when ``with_cold``). ``cap`` None ranks every match (exact)."""
+    return (
+        "SELECT * FROM contextos_text_search_bm25(%s::text, %s::text[], %s::real, %s::int, %s::int, %s::real, %s::real,"
+        " %s::int, %s::timestamptz, %s::boolean)",
+        [query, list(extra), params.extra_weight, k, cap, params.k1, params.b, params.df_live_max, as_of, with_cold],
+    )
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """BM25's constants and the bounds of its statistics (see migration 0016)."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    extra_weight: float = 0.5  # a synonym's or a carried phrase's lexeme, against the query's own
+    df_live_max: int = 1000  # without the scan's count, a document frequency is counted up to this
+
+
+def rank_text(
+    conn: Any,
+    dialect: str,
+    tenant_id: str,
+    query: str,
+    extra: Sequence[str],
+    phrases: Sequence[Sequence[str]],
+    *,
+    k: int,
+    cap: int,
+    params: BM25Params,
+    as_of: datetime | None = None,
+    with_cold: bool = False,
+) -> list[dict]:
+    """BM25 on PostgreSQL; dialects without the function rank by the inline phrase search
+    (``ts_rank``), one row per memory at its best phrase."""
+    if dialect == "postgres":
+        return conn.execute(
+            *bm25_call(query, extra, k=k, cap=cap, params=params, as_of=as_of, with_cold=with_cold)
+        ).fetchall()
+    best: dict = {}
+    for row in search_phrases(conn, dialect, tenant_id, phrases, k=k, cap=cap, as_of=as_of):
+        if row["id"] not in best or float(row["rank"]) > best[row["id"]]["score"]:
+            best[row["id"]] = {"id": row["id"], "score": float(row["rank"]), "matched": 1, "cold": False}
+    return sorted(best.values(), key=lambda r: -r["score"])[:k]

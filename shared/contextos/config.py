@@ -195,6 +195,7 @@ class ExtractionSettings(BaseModel):
     window_tokens: int = 12_000
     max_calls_per_document: int = 40  # beyond this a document fails with a clear reason
     max_concepts_per_call: int = 12
+    local_max_concepts: int = 60  # the local extractor's ceiling; its count follows the document's length
     min_definition_chars: int = 30
     generic_modifiers: list[str] = Field(
         default_factory=lambda: [

@@ -326,6 +326,7 @@ class GovernanceSettings(BaseModel):
     contradiction_similarity_floor: float = 0.6  # cosine below which two memories are not compared
     contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
     contradiction_ef_search: int = 64
+    contradiction_subject_rows: int = 256  # per candidate: memories sharing a subject word that are compared
     judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
     # Judge outside the tenant lock first, then only what changed under it. None: only when the
     # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).

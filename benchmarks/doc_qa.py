@@ -198,6 +198,7 @@ def main() -> None:
             queue=None,  # type: ignore[arg-type]
             extractor=LocalConceptExtractor(
                 max_concepts=settings.extraction.local_max_concepts,
+                definition_chars=settings.extraction.local_definition_chars,
                 generic_modifiers=settings.extraction.generic_modifiers,
             ),
             embedder=embedder,

@@ -264,6 +264,7 @@ def end_to_end(store: MemoryStore, settings: Settings, tenant: str, docs: int) -
         queue=None,  # type: ignore[arg-type]
         extractor=LocalConceptExtractor(
             max_concepts=settings.extraction.local_max_concepts,
+            definition_chars=settings.extraction.local_definition_chars,
             generic_modifiers=settings.extraction.generic_modifiers,
         ),
         embedder=LocalMiniLMEmbedder(),

@@ -196,6 +196,7 @@ class ExtractionSettings(BaseModel):
     max_calls_per_document: int = 40  # beyond this a document fails with a clear reason
     max_concepts_per_call: int = 12
     local_max_concepts: int = 60  # the local extractor's ceiling; its count follows the document's length
+    local_definition_chars: int = 900  # a local concept keeps up to this much of the document's own text
     min_definition_chars: int = 30
     generic_modifiers: list[str] = Field(
         default_factory=lambda: [

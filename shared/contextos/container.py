@@ -82,6 +82,7 @@ def extractor() -> ConceptExtractor:
 
             return LocalConceptExtractor(
                 max_concepts=settings.extraction.local_max_concepts,
+                definition_chars=settings.extraction.local_definition_chars,
                 generic_modifiers=settings.extraction.generic_modifiers,
             )
 

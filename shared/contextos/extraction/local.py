@@ -38,6 +38,14 @@ MAX_DEFINITION_SENTENCES = 3
 MAX_RELATED = 5
 # Entity kinds that name something; numbers, dates and amounts are facts about names, not names.
 _NAME_ENTITIES = frozenset("PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split())
+# A documentation's section names: structure, not knowledge (S4 forbids structural labels).
+_DOC_STRUCTURE = frozenset(
+    """
+    usage installation install installing parameters returns raises changelog contributions contributing
+    license licence examples documentation docs requirements features faq credits authors links api
+    quickstart tutorial reference notes citation citing sponsors support help development testing tests
+    """.split()
+)
 # The words a label may not be on its own, beyond the configured generic modifiers.
 GENERIC_WORDS = frozenset(
     """
@@ -59,7 +67,13 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _UNDERLINE = re.compile(r"^\s*([=\-~^*+#`'\"])\1{2,}\s*$")
 _NOT_PROSE = (".. ", ":", ">>>", "...", "$ ", "Traceback")  # directives, field lists, prompts, tracebacks
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-_BAD_LABEL_CHARS = re.compile(r"[{}\[\]<>=|\\$@/:;`\"“”'_*#~^]")
+_BAD_LABEL_CHARS = re.compile(r"[{}\[\](),<>=|\\$@/:;`\"“”'_*#~^]")
+# A line of source code once a reStructuredText or markdown block has lost its indentation.
+_CODE_LINE = re.compile(
+    r"^(from \S+ import|import \S+|def |class |async def |return\b|raise\b|except\b|try:|else:|elif |"
+    r"(for|if|with|while) .+:$|@\w+|#|//|\w+(\.\w+)*\s*[-+*/]?=\s*\S|\w+(\.\w+)*\(.*\)$)"
+)
+_PROSE_START = re.compile(r"^[A-Z*`][\w`*'’-]*(\s+\S+){3,}")
 _TYPE_CUES: list[tuple[str, re.Pattern[str]]] = [
     ("decision", re.compile(r"\b(decided|decision|chose|chosen|we will use|agreed|adopt(ed)?|opted)\b", re.I)),
     ("problem", re.compile(r"\b(bug|error|fails?|failure|crash(es)?|exception|broken|timeout)\b", re.I)),
@@ -120,10 +134,13 @@ class LocalConceptExtractor:
 
     model_id = "local:spacy-en_core_web_sm-3.8.0-v1"
 
-    def __init__(self, *, max_concepts: int = 60, generic_modifiers: list[str] | None = None) -> None:
+    def __init__(
+        self, *, max_concepts: int = 60, generic_modifiers: list[str] | None = None, definition_chars: int = 900
+    ) -> None:
         self.max_concepts = max_concepts
+        self.definition_chars = definition_chars
         self.generic_modifiers = generic_modifiers or []
-        self._generic = GENERIC_WORDS | {w.lower() for w in self.generic_modifiers}
+        self._generic = GENERIC_WORDS | _DOC_STRUCTURE | {w.lower() for w in self.generic_modifiers}
 
     def extract(self, text: str, *, domain: str = "general", known: list[str] | None = None) -> list[Concept]:
         sentences = _document_sentences(text)
@@ -144,18 +161,26 @@ class LocalConceptExtractor:
         chosen = self._choose(candidates, known or [], budget, len(sentences))
         if relax and len(chosen) < minimum:  # a short note: take what recurs less, rather than too little
             chosen = self._choose(candidates, known or [], budget, len(sentences), relaxed=True)
+        picked: dict[int, list[int]] = {}
         used: set[int] = set()
+        for n, cand in enumerate(chosen):
+            mine = _definition_sentences(cand, sentences, used)
+            if mine:
+                picked[n] = mine
+                used.update(mine)
+        if relax:  # a document: the rest of its prose goes to the concepts it is about
+            _cover(chosen, picked, sentences, used, self.definition_chars)
         out: list[tuple[Concept, _Candidate]] = []
-        for cand in chosen:
-            definition, picked = _definition(cand, sentences, used)
-            if not definition:
-                continue
-            used.update(picked)
-            out.append((self._concept(cand, len(out), definition, chosen), cand))
+        for n, cand in enumerate(chosen):
+            if n in picked:
+                definition = _joined([sentences[i].text for i in sorted(picked[n])], self.definition_chars)
+                out.append((self._concept(cand, len(out), definition, chosen), cand))
         return out
 
     def _candidates(self, sentences: list[_Sentence]) -> dict[tuple[str, ...], _Candidate]:
         found: dict[tuple[str, ...], _Candidate] = {}
+        # A one-word heading ("tqdm", "h11") is the name of what the text is about, whatever its case.
+        titles = {s.text.strip().lower() for s in sentences if s.heading and len(s.text.split()) == 1}
         for index, sentence in enumerate(sentences):
             parse = sentence.span
             spans: list[tuple[Span, bool]] = [(e, True) for e in parse.ents if e.label_ in _NAME_ENTITIES]
@@ -163,7 +188,7 @@ class LocalConceptExtractor:
             seen_here: set[tuple[str, ...]] = set()
             for span, is_entity in spans:
                 tokens = _trim(span)
-                if not tokens or not self._acceptable(tokens):
+                if not tokens or not self._acceptable(tokens, titles):
                     continue
                 key = tuple(t.lemma_.lower() if t.pos_ in ("NOUN", "VERB") else t.lower_ for t in tokens)
                 cand = found.setdefault(key, _Candidate(key=key))
@@ -186,7 +211,7 @@ class LocalConceptExtractor:
             cand.sentences.sort()
         return found
 
-    def _acceptable(self, tokens: list[Token]) -> bool:
+    def _acceptable(self, tokens: list[Token], titles: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
         words = _surface(tokens).split()
         if not words or len(words) > MAX_LABEL_WORDS or _BAD_LABEL_CHARS.search(_surface(tokens)):
             return False
@@ -198,7 +223,7 @@ class LocalConceptExtractor:
         if any(t.like_url or t.like_email or (t.like_num and len(tokens) == 1) for t in tokens):
             return False
         if len(tokens) == 1:
-            return _is_name(tokens[0]) and lowered[0] not in self._generic
+            return (_is_name(tokens[0]) or lowered[0] in titles) and lowered[0] not in self._generic
         return any(t.pos_ in ("NOUN", "PROPN") or _is_name(t) for t in tokens) and len(_surface(tokens)) > 3
 
     def _choose(
@@ -261,6 +286,8 @@ def _document_sentences(text: str) -> list[_Sentence]:
             blocks.append(_Sentence(" ".join(paragraph)))
             paragraph.clear()
 
+    literal = False  # inside a reStructuredText literal block ("::" or a code directive)
+    after_blank = False
     for line in text.split("\n"):
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
@@ -268,6 +295,20 @@ def _document_sentences(text: str) -> list[_Sentence]:
             fenced = not fenced
             continue
         if fenced:
+            continue
+        if literal:  # its end is the first prose-like line after a blank one (the indentation is gone)
+            if not stripped:
+                after_blank = True
+                continue
+            if not (after_blank and _PROSE_START.match(stripped)) or _code_like(stripped):
+                after_blank = False
+                continue
+            literal = False
+        if stripped.startswith((".. code", ".. sourcecode", ".. highlight")) or stripped.endswith("::"):
+            if stripped.endswith("::") and not stripped.startswith(".."):
+                paragraph.append(stripped[:-1])  # "For example, given this document::" is prose
+            close()
+            literal, after_blank = True, False
             continue
         heading = _HEADING.match(line)
         if _UNDERLINE.match(stripped) and len(paragraph) == 1:  # a reStructuredText title
@@ -314,7 +355,11 @@ def _split_blocks(blocks: list[_Sentence]) -> list[_Sentence]:
 
 def _code_like(line: str) -> bool:
     letters = sum(ch.isalpha() for ch in line)
-    return letters < 0.55 * max(len(line), 1) or len(_CODE_CHARS.findall(line)) >= 2
+    return (
+        letters < 0.55 * max(len(line), 1)
+        or len(_CODE_CHARS.findall(line)) >= 2
+        or bool(_CODE_LINE.match(line))
+    )
 
 
 # -- candidate labels --------------------------------------------------------------------------
@@ -403,30 +448,67 @@ def _fragment_of(cand: _Candidate, chosen: list[_Candidate]) -> bool:
     return any(mine < set(o.key) and set(cand.sentences) <= set(o.sentences) for o in chosen)
 
 
-def _definition(cand: _Candidate, sentences: list[_Sentence], used: set[int]) -> tuple[str, list[int]]:
-    """The document's own sentences about it: those where it is the subject first, then the
-    others that mention it, preferring sentences no earlier concept took; headings never."""
+def _definition_sentences(cand: _Candidate, sentences: list[_Sentence], used: set[int]) -> list[int]:
+    """The document's own sentences that say what it is: those where it is the subject first,
+    then the others that mention it, preferring sentences no earlier concept took; headings never."""
     prose = [i for i in cand.sentences if not sentences[i].heading]
     order = sorted(prose, key=lambda i: (i not in cand.subject_of, i in used, i))
     picked: list[int] = []
-    size = 0
     texts: set[str] = set()
+    size = 0
     for i in order:
         text = sentences[i].text
         if len(text.split()) < 4 or text in texts:
             continue
-        texts.add(text)
         if picked and size + len(text) > MAX_DEFINITION_CHARS:
             continue
+        texts.add(text)
         picked.append(i)
         size += len(text) + 1
         if len(picked) == MAX_DEFINITION_SENTENCES or size >= MAX_DEFINITION_CHARS:
             break
-    picked.sort()
-    definition = " ".join(sentences[i].text for i in picked)
-    if len(definition) > MAX_DEFINITION_CHARS:
-        definition = definition[: MAX_DEFINITION_CHARS - 1].rsplit(" ", 1)[0] + "…"
-    return definition, picked
+    return picked
+
+
+def _cover(
+    chosen: list[_Candidate], picked: dict[int, list[int]], sentences: list[_Sentence], used: set[int], limit: int
+) -> None:
+    """Give every prose sentence no definition took to a concept, so the memories together keep
+    what the document says: to the concept it mentions with the most room left, else to the
+    concept whose sentences come just before it in the same section. A concept's text stays
+    within ``limit`` characters; what fits nowhere stays out."""
+    size = {n: sum(len(sentences[i].text) + 1 for i in ids) for n, ids in picked.items()}
+    mentions: dict[int, list[int]] = {}
+    for n, cand in enumerate(chosen):
+        if n in picked:
+            for i in cand.sentences:
+                mentions.setdefault(i, []).append(n)
+    owner = {i: n for n, ids in picked.items() for i in ids}
+    texts = {sentences[i].text for i in used}
+    for i, sentence in enumerate(sentences):
+        text = sentence.text
+        if i in used or sentence.heading or len(text.split()) < 4 or text in texts:
+            continue
+        room = [n for n in mentions.get(i, []) if size[n] + len(text) <= limit]
+        if not room:
+            near = [
+                owner[j]
+                for j in range(i - 1, max(i - 7, -1), -1)
+                if j in owner and sentences[j].section == sentence.section
+            ]
+            room = [n for n in near[:1] if size[n] + len(text) <= limit]
+        if room:
+            n = min(room, key=lambda m: (size[m], m))
+            picked[n].append(i)
+            owner[i] = n
+            size[n] += len(text) + 1
+            used.add(i)
+            texts.add(text)
+
+
+def _joined(parts: list[str], limit: int) -> str:
+    text = " ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _type_of(cand: _Candidate, definition: str) -> str:

@@ -33,12 +33,6 @@ def _premise(row: dict) -> str:
     return f"{row['label']}: {row['definition']}"
 
 
-def _subject_terms(key: str) -> str:
-    """The words of a normalized key that can name a subject (numbers and one- or two-letter
-    tokens cannot), space-joined."""
-    return " ".join(w for w in key.split() if len(w) > 2 and not w.replace(".", "").replace("-", "").isdigit())
-
-
 def write_audit(conn: Any, tenant_id: str, entries: Sequence[dict]) -> None:
     """Append audit rows in one statement (the database chains them: migration 0011)."""
     if not entries:
@@ -214,8 +208,7 @@ class ContradictionGate:
         else:
             rows = self._nearest_by_subject(
                 conn,
-                params
-                | {"terms": [_subject_terms(c.norm_key) for c in candidates], "rows": cfg.contradiction_subject_rows},
+                params | {"own": [c.norm_key for c in candidates], "rows": cfg.contradiction_subject_rows},
             )
         best: dict[tuple[int, UUID], dict] = {}
         for row in rows:
@@ -229,14 +222,16 @@ class ContradictionGate:
     @staticmethod
     def _nearest_by_subject(conn: Any, params: dict) -> list[dict]:
         """A large tenant, one statement for the whole batch: per candidate, the k most similar of
-        the active memories that share a word of its key (its subject; GIN index, migration 0021),
-        at most ``rows`` of them, and the active memory holding its final key. Only statements
-        about the same subject can contradict (S7), so nothing the judge could supersede is left
-        out, and no ANN probe runs per concept."""
+        the active memories that share a subject term with it (a pair of its key's words;
+        ``contextos_subject_terms``, GIN index, migration 0021), at most ``rows`` of them, and the
+        active memory holding its final key. Only statements about the same subject can contradict
+        (S7), and no ANN probe runs per concept. Planned for its own parameters each time: a
+        generic plan cannot see that a subject term is selective and scans the tenant."""
         return conn.execute(
             """WITH probe AS (
-                   SELECT * FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[], %(terms)s::text[])
-                       AS t(idx, embedding, final_key, terms)
+                   SELECT t.*, contextos_subject_terms(t.own_key) AS terms
+                   FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[], %(own)s::text[])
+                       AS t(idx, embedding, final_key, own_key)
                ),
                found AS (
                    SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
@@ -244,12 +239,12 @@ class ContradictionGate:
                        SELECT s.id AS memory_id, v.embedding <=> p.embedding AS distance
                        FROM (SELECT m.id FROM memories m
                              WHERE m.tenant_id = %(tenant)s AND m.state = 'active'
-                               AND string_to_array(m.norm_key, ' ') && string_to_array(p.terms, ' ')
+                               AND contextos_subject_terms(m.norm_key) && p.terms
                              LIMIT %(rows)s) s
                        JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.id AND v.searchable
                        ORDER BY v.embedding <=> p.embedding LIMIT %(k)s
                    ) n
-                   WHERE p.terms <> ''
+                   WHERE cardinality(p.terms) > 0
                    UNION ALL
                    SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true
                    FROM probe p
@@ -260,6 +255,7 @@ class ContradictionGate:
                FROM found f
                JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = f.memory_id AND m.state = 'active'""",
             params,
+            prepare=False,
         ).fetchall()
 
     @staticmethod

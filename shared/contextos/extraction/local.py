@@ -355,11 +355,7 @@ def _split_blocks(blocks: list[_Sentence]) -> list[_Sentence]:
 
 def _code_like(line: str) -> bool:
     letters = sum(ch.isalpha() for ch in line)
-    return (
-        letters < 0.55 * max(len(line), 1)
-        or len(_CODE_CHARS.findall(line)) >= 2
-        or bool(_CODE_LINE.match(line))
-    )
+    return letters < 0.55 * max(len(line), 1) or len(_CODE_CHARS.findall(line)) >= 2 or bool(_CODE_LINE.match(line))
 
 
 # -- candidate labels --------------------------------------------------------------------------

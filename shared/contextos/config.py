@@ -197,6 +197,7 @@ class ExtractionSettings(BaseModel):
     max_concepts_per_call: int = 12
     local_max_concepts: int = 60  # the local extractor's ceiling; its count follows the document's length
     local_definition_chars: int = 900  # a local concept keeps up to this much of the document's own text
+    embedded_definition_chars: int = 400  # the head of a definition that goes into its vector (cost ~ length²)
     min_definition_chars: int = 30
     generic_modifiers: list[str] = Field(
         default_factory=lambda: [

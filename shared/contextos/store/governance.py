@@ -33,6 +33,19 @@ def _premise(row: dict) -> str:
     return f"{row['label']}: {row['definition']}"
 
 
+def insert_subject_terms(conn: Any, tenant_id: str, memory_ids: Sequence[UUID], keys: Sequence[str]) -> None:
+    """The subject terms of memories created in this transaction (plain inserts: their rows
+    cannot exist yet). PostgreSQL only: CockroachDB's gate scans exactly (migration 0021)."""
+    if not memory_ids:
+        return
+    conn.execute(
+        """INSERT INTO memory_subject_terms (tenant_id, term, memory_id)
+           SELECT %s, t.term, u.memory_id FROM unnest(%s::uuid[], %s::text[]) AS u(memory_id, norm_key)
+           CROSS JOIN LATERAL unnest(contextos_subject_terms(u.norm_key)) AS t(term)""",
+        [tenant_id, list(memory_ids), list(keys)],
+    )
+
+
 def write_audit(conn: Any, tenant_id: str, entries: Sequence[dict]) -> None:
     """Append audit rows in one statement (the database chains them: migration 0011)."""
     if not entries:
@@ -222,29 +235,26 @@ class ContradictionGate:
     @staticmethod
     def _nearest_by_subject(conn: Any, params: dict) -> list[dict]:
         """A large tenant, one statement for the whole batch: per candidate, the k most similar of
-        the active memories that share a subject term with it (a pair of its key's words;
-        ``contextos_subject_terms``, GIN index, migration 0021), at most ``rows`` of them, and the
-        active memory holding its final key. Only statements about the same subject can contradict
-        (S7), and no ANN probe runs per concept. Planned for its own parameters each time: a
-        generic plan cannot see that a subject term is selective and scans the tenant."""
+        the active memories that share a subject term with it (a pair of its key's words,
+        ``contextos_subject_terms``; btree lookups in ``memory_subject_terms``, migration 0021), at
+        most ``rows`` of them, and the active memory holding its final key. Only statements about
+        the same subject can contradict (S7), and no ANN probe runs per concept."""
         return conn.execute(
             """WITH probe AS (
-                   SELECT t.*, contextos_subject_terms(t.own_key) AS terms
-                   FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[], %(own)s::text[])
+                   SELECT * FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[], %(own)s::text[])
                        AS t(idx, embedding, final_key, own_key)
                ),
                found AS (
                    SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
                    FROM probe p CROSS JOIN LATERAL (
-                       SELECT s.id AS memory_id, v.embedding <=> p.embedding AS distance
-                       FROM (SELECT m.id FROM memories m
-                             WHERE m.tenant_id = %(tenant)s AND m.state = 'active'
-                               AND contextos_subject_terms(m.norm_key) && p.terms
+                       SELECT s.memory_id, v.embedding <=> p.embedding AS distance
+                       FROM (SELECT DISTINCT st.memory_id FROM memory_subject_terms st
+                             WHERE st.tenant_id = %(tenant)s AND st.term = ANY(contextos_subject_terms(p.own_key))
                              LIMIT %(rows)s) s
-                       JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.id AND v.searchable
+                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.memory_id AND m.state = 'active'
+                       JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
                        ORDER BY v.embedding <=> p.embedding LIMIT %(k)s
                    ) n
-                   WHERE cardinality(p.terms) > 0
                    UNION ALL
                    SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true
                    FROM probe p
@@ -255,7 +265,6 @@ class ContradictionGate:
                FROM found f
                JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = f.memory_id AND m.state = 'active'""",
             params,
-            prepare=False,
         ).fetchall()
 
     @staticmethod

@@ -196,7 +196,7 @@ class ExtractionSettings(BaseModel):
     max_calls_per_document: int = 40  # beyond this a document fails with a clear reason
     max_concepts_per_call: int = 12
     local_max_concepts: int = 60  # the local extractor's ceiling; its count follows the document's length
-    local_definition_chars: int = 900  # a local concept keeps up to this much of the document's own text
+    local_definition_chars: int = 700  # a local concept keeps up to this much of the document's own text
     embedded_definition_chars: int = 400  # the head of a definition that goes into its vector (cost ~ length²)
     min_definition_chars: int = 30
     generic_modifiers: list[str] = Field(

@@ -241,7 +241,7 @@ class ContradictionGate:
         the same subject can contradict (S7), and no ANN probe runs per concept."""
         return conn.execute(
             """WITH probe AS (
-                   SELECT * FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[], %(own)s::text[])
+                   SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[])
                        AS t(idx, embedding, final_key, own_key)
                ),
                found AS (
@@ -279,7 +279,7 @@ class ContradictionGate:
         try:
             return conn.execute(
                 f"""WITH probe AS (
-                       SELECT * FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[])
+                       SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[])
                            AS t(idx, embedding, final_key)
                    ),
                    found AS (

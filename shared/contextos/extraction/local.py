@@ -73,7 +73,6 @@ _CODE_LINE = re.compile(
     r"^(from \S+ import|import \S+|def |class |async def |return\b|raise\b|except\b|try:|else:|elif |"
     r"(for|if|with|while) .+:$|@\w+|#|//|\w+(\.\w+)*\s*[-+*/]?=\s*\S|\w+(\.\w+)*\(.*\)$)"
 )
-_PROSE_START = re.compile(r"^[A-Z*`][\w`*'’-]*(\s+\S+){3,}")
 _TYPE_CUES: list[tuple[str, re.Pattern[str]]] = [
     ("decision", re.compile(r"\b(decided|decision|chose|chosen|we will use|agreed|adopt(ed)?|opted)\b", re.I)),
     ("problem", re.compile(r"\b(bug|error|fails?|failure|crash(es)?|exception|broken|timeout)\b", re.I)),
@@ -159,8 +158,9 @@ class LocalConceptExtractor:
         prose = sum(1 for s in sentences if not s.heading)
         budget = concept_budget(prose, minimum=minimum, maximum=maximum)
         chosen = self._choose(candidates, known or [], budget, len(sentences))
-        if relax and len(chosen) < minimum:  # a short note: take what recurs less, rather than too little
-            chosen = self._choose(candidates, known or [], budget, len(sentences), relaxed=True)
+        if relax and len(chosen) < budget:  # a document: what is named once still holds what it says
+            taken = [*(known or []), *(c.label for c in chosen)]
+            chosen += self._choose(candidates, taken, budget - len(chosen), len(sentences), relaxed=True)
         picked: dict[int, list[int]] = {}
         used: set[int] = set()
         for n, cand in enumerate(chosen):
@@ -286,8 +286,6 @@ def _document_sentences(text: str) -> list[_Sentence]:
             blocks.append(_Sentence(" ".join(paragraph)))
             paragraph.clear()
 
-    literal = False  # inside a reStructuredText literal block ("::" or a code directive)
-    after_blank = False
     for line in text.split("\n"):
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
@@ -296,29 +294,13 @@ def _document_sentences(text: str) -> list[_Sentence]:
             continue
         if fenced:
             continue
-        if literal:  # its end is the first prose-like line after a blank one (the indentation is gone)
-            if not stripped:
-                after_blank = True
-                continue
-            if not (after_blank and _PROSE_START.match(stripped)) or _code_like(stripped):
-                after_blank = False
-                continue
-            literal = False
-        if stripped.startswith((".. code", ".. sourcecode", ".. highlight")) or stripped.endswith("::"):
-            if stripped.endswith("::") and not stripped.startswith(".."):
-                paragraph.append(stripped[:-1])  # "For example, given this document::" is prose
-            close()
-            literal, after_blank = True, False
-            continue
+        if stripped.endswith("::"):  # reStructuredText: "given this document::" introduces a literal block
+            stripped = stripped[:-1]
         heading = _HEADING.match(line)
         if _UNDERLINE.match(stripped) and len(paragraph) == 1:  # a reStructuredText title
             blocks.append(_Sentence(paragraph.pop(), heading=True))
             continue
-        if (
-            not stripped
-            or _UNDERLINE.match(stripped)
-            or stripped.startswith((".. ", ":", ">>>", "...", "$ ", "Traceback"))
-        ):
+        if not stripped or _UNDERLINE.match(stripped) or stripped.startswith(_NOT_PROSE):
             close()
             continue
         if heading:

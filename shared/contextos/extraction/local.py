@@ -7,8 +7,9 @@ only when it is a name: a proper noun, an acronym, a mixed-case or versioned tok
 their lemmas. They are scored by how many sentences mention them, whether a sentence is about
 them (they are its subject), whether a heading names them, and whether they are entities; the
 document's length sets how many are kept, and the choice favours concepts that bring sentences
-no earlier concept covered, so the concepts together keep what the document says. Each
-concept's definition is the document's own sentences about it. ``related`` edges join concepts
+no earlier concept covered. Each concept's definition is the document's own sentences about
+it, and the rest of the document's prose (and its code lines) goes to the concepts beside it,
+so the memories together keep what the document says. ``related`` edges join concepts
 mentioned in the same sentences. Same input, same output.
 """
 

@@ -155,7 +155,14 @@ class LocalConceptExtractor:
 
     # -- the pass shared by documents and conversations -----------------------------------------
     def _extract(
-        self, sentences: list[_Sentence], *, known: list[str] | None, minimum: int, maximum: int, relax: bool = True
+        self,
+        sentences: list[_Sentence],
+        *,
+        known: list[str] | None,
+        minimum: int,
+        maximum: int,
+        relax: bool = True,
+        fill_from: set[int] | None = None,
     ) -> list[tuple[Concept, _Candidate]]:
         candidates = self._candidates(sentences)
         prose = sum(1 for s in sentences if not s.heading and not s.code)
@@ -164,6 +171,18 @@ class LocalConceptExtractor:
         if relax and len(chosen) < budget:  # a document: what is named once still holds what it says
             taken = [*(known or []), *(c.label for c in chosen)]
             chosen += self._choose(candidates, taken, budget - len(chosen), len(sentences), relaxed=True)
+        elif len(chosen) < minimum and fill_from is not None:
+            # A short flush: phrases said once, first those the trusted speakers said (fill_from).
+            for only in (fill_from, None):
+                if len(chosen) >= minimum:
+                    break
+                taken = [*(known or []), *(c.label for c in chosen)]
+                pool = {
+                    k: c
+                    for k, c in candidates.items()
+                    if only is None or any(sentences[i].turn in only for i in c.sentences)
+                }
+                chosen += self._choose(pool, taken, minimum - len(chosen), len(sentences), relaxed=True)
         picked: dict[int, list[int]] = {}
         used: set[int] = set()
         for n, cand in enumerate(chosen):
@@ -548,9 +567,10 @@ def extract_turns(
     for concept, cand in extractor._extract(
         sentences,
         known=[*(known or []), *(c.label for c in stated)],
-        minimum=min_concepts,
+        minimum=max(min_concepts - len(stated), 0),
         maximum=max_concepts,
-        relax=False,  # a phrase said once in passing is not a memory (what the user states is, above)
+        relax=False,  # a phrase said once in passing is not a memory, unless the flush has too few
+        fill_from={t.seq for t in turns if t.role.value == "user"},
     ):
         if len(out) >= room or norm_key(concept.label, extractor.generic_modifiers) in taken:
             continue

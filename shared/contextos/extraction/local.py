@@ -229,7 +229,7 @@ class LocalConceptExtractor:
                     opening = _section_opening(sentences, index)
                     cand.subject_of.extend(i for i in opening if i not in cand.subject_of)
                     cand.sentences.extend(i for i in opening if i not in cand.sentences)
-                elif _is_subject(tokens) and index not in cand.subject_of:
+                elif (_is_subject(tokens) or _introduces(tokens, parse)) and index not in cand.subject_of:
                     cand.subject_of.append(index)
         for cand in found.values():
             cand.sentences.sort()
@@ -425,6 +425,12 @@ def _is_subject(tokens: list[Token]) -> bool:
     if root.dep_ not in ("nsubj", "nsubjpass"):
         return False
     return root.head.dep_ == "ROOT" or root.head.lemma_ in _DEFINING_LEMMAS
+
+
+def _introduces(tokens: list[Token], sentence: Span) -> bool:
+    """The sentence opens with it and a colon: "Vendor status page: the gateway is degraded"."""
+    after = tokens[-1].i + 1
+    return tokens[0].i <= sentence.start + 1 and after < sentence.end and sentence.doc[after].text == ":"
 
 
 def _section_opening(sentences: list[_Sentence], heading: int, n: int = 2) -> list[int]:

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: install dev test test-unit test-integration test-infra lint format layer synth openapi bench clean
+.PHONY: install dev test test-unit test-integration test-infra lint format layer synth openapi bench bench-doc-qa clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,11 @@ openapi: install
 
 bench: install
 	$(PY) benchmarks/embedding.py
+
+## Extraction quality over third-party documents (two of them are PDFs from Debian packages)
+bench-doc-qa: install
+	dpkg -s libtasn1-doc shared-mime-info >/dev/null 2>&1 || apt-get install -y libtasn1-doc shared-mime-info
+	$(PY) -m benchmarks.doc_qa
 
 clean:
 	rm -rf $(VENV) cdk.out layers/build .pytest_cache .ruff_cache

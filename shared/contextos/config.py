@@ -240,6 +240,9 @@ class ExtractionSettings(BaseModel):
     window_tokens: int = 12_000
     max_calls_per_document: int = 40  # beyond this a document fails with a clear reason
     max_concepts_per_call: int = 12
+    local_max_concepts: int = 60  # the local extractor's ceiling; its count follows the document's length
+    local_definition_chars: int = 700  # a local concept keeps up to this much of the document's own text
+    embedded_definition_chars: int = 400  # the head of a definition that goes into its vector (cost ~ length²)
     min_definition_chars: int = 30
     generic_modifiers: list[str] = Field(
         default_factory=lambda: [
@@ -370,6 +373,7 @@ class GovernanceSettings(BaseModel):
     contradiction_similarity_floor: float = 0.6  # cosine below which two memories are not compared
     contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
     contradiction_ef_search: int = 64
+    contradiction_subject_rows: int = 256  # per candidate: memories sharing a subject word that are compared
     judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
     # Judge outside the tenant lock first, then only what changed under it. None: only when the
     # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).

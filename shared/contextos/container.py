@@ -81,7 +81,8 @@ def extractor() -> ConceptExtractor:
             from contextos.extraction.local import LocalConceptExtractor
 
             return LocalConceptExtractor(
-                max_concepts=settings.extraction.max_concepts_per_call,
+                max_concepts=settings.extraction.local_max_concepts,
+                definition_chars=settings.extraction.local_definition_chars,
                 generic_modifiers=settings.extraction.generic_modifiers,
             )
 

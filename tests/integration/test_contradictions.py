@@ -321,18 +321,29 @@ def test_nothing_below_the_similarity_floor_is_judged(configured, tenant, monkey
     assert new["superseded"] == []  # the two are similar, but not 0.99 similar
 
 
-def test_a_large_tenant_is_judged_through_the_ann_index_and_loses_no_neighbour(configured, tenant, monkeypatch):
-    """Above the exact-scan size the gate asks the HNSW index (and the fresh segment); the index
-    post-filters other tenants' rows away, so a short answer is asked again exactly."""
+def test_a_large_tenant_is_judged_against_the_memories_that_share_its_subject(configured, tenant, monkeypatch):
+    """Above the exact-scan size the gate probes by subject (a pair of the key's words), for the
+    whole batch in one statement: a differently named statement on the same subject is found."""
     monkeypatch.setenv("CONTEXTOS_GOVERNANCE__CONTRADICTION_EXACT_SCAN_MAX_ROWS", "0")
     container.reset()
     for i in range(6):
         remember(tenant, f"Unrelated topic {i}", f"Topic number {i} is about gardening tools and soil number {i}.")
     old = remember(tenant, "Deploy timeout", "The deploy timeout is 30 seconds for every service.")
-    with container.database().tenant_tx(tenant) as conn:
-        assert conn.execute("SELECT bool_and(indexed) AS all_indexed FROM memory_vectors").fetchone()["all_indexed"]
-    new = remember(tenant, "Build timeout", "The deploy timeout is 45 seconds for every service.")
+    new = remember(tenant, "Deploy timeout budget", "The deploy timeout is 45 seconds for every service.")
     assert new["superseded"] == [old["memory_id"]]
+    other = remember(tenant, "Release train", "The release train leaves every 45 seconds for every service.")
+    assert other["superseded"] == []  # the same shape, but no subject in common with the timeouts
+
+
+def test_in_a_large_tenant_a_statement_about_another_service_supersedes_nothing(configured, tenant, monkeypatch):
+    """One shared word is not a shared subject: the payments and the search service stay apart."""
+    monkeypatch.setenv("CONTEXTOS_GOVERNANCE__CONTRADICTION_EXACT_SCAN_MAX_ROWS", "0")
+    container.reset()
+    remember(tenant, "Payments service", "The payments service times out after 30 seconds.")
+    new = remember(tenant, "Search service", "The search service times out after 60 seconds.")
+    assert new["superseded"] == []
+    same = remember(tenant, "Payments service timeout", "The payments service times out after 45 seconds.")
+    assert len(same["superseded"]) == 1  # the same subject is still judged
 
 
 class CountingJudge:

@@ -191,3 +191,27 @@ def test_a_preference_or_decision_the_user_states_once_is_a_concept_and_nobody_e
     assert concepts["postgresql"].type == "decision" and concepts["postgresql"].turns == [3]
     assert "light themes" not in concepts  # the assistant's taste is not the user's preference
     assert len(LocalConceptExtractor().extract_conversation(log, max_concepts=1)) == 1
+
+
+def test_a_flush_of_an_ordinary_conversation_gives_three_to_ten_concepts_each_citing_its_turns():
+    log = turns(
+        ("user", "I'm planning the migration of the billing database to PostgreSQL 16 next month."),
+        ("assistant", "Good idea. The billing database currently runs MySQL 5.7, right?"),
+        ("user", "Yes. The nightly invoice job reads from it, so the migration window matters."),
+        ("assistant", "Then schedule the migration window on a Sunday, when the invoice job is idle."),
+        ("user", "We decided to use logical replication for the cutover."),
+        ("assistant", "Logical replication keeps downtime short. Test the cutover on the staging cluster first."),
+        ("user", "The staging cluster is in Frankfurt and has the same schema as production."),
+        ("assistant", "Then the staging cluster is a good rehearsal for the billing database cutover."),
+        ("tool", "Replication lag on the staging cluster: 2.3 seconds."),
+        ("user", "I prefer to keep the invoice job paused until the lag is under one second."),
+    )
+    concepts = LocalConceptExtractor().extract_conversation(log, min_concepts=3, max_concepts=10)
+    assert 3 <= len(concepts) <= 10
+    labels = {c.label.lower(): c for c in concepts}
+    assert "logical replication" in labels and labels["logical replication"].type == "decision"
+    by_seq = {t.seq: t for t in log}
+    for concept in concepts:
+        assert concept.turns and set(concept.turns) <= set(by_seq)
+        said = concept.label.lower().split()[-1]
+        assert any(said in by_seq[s].content.lower() for s in concept.turns)  # it cites turns that say it

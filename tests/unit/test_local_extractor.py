@@ -1,4 +1,6 @@
-from contextos.extraction.local import LocalConceptExtractor
+import importlib.metadata
+
+from contextos.extraction.local import LocalConceptExtractor, concept_budget, pipeline
 from contextos.extraction.validation import validate
 
 DOC = """# Deployment handbook
@@ -35,3 +37,42 @@ def test_its_output_passes_validation():
     report = validate(concepts, min_definition_chars=30, generic_modifiers=["system"])
     assert len(report.accepted) >= 3
     assert report.rejected.get("structural_label", 0) == 0
+
+
+GENERIC_HEAVY = """The system stores memory as text. The model reads the data and the system writes the text back.
+Every model needs data. The memory of the system is text and data. A vector index speeds up the memory search.
+The vector index is rebuilt nightly by the maintenance job. The maintenance job also compacts the memory store.
+"""
+
+
+def test_generic_single_words_are_never_labels():
+    labels = {c.label.lower() for c in LocalConceptExtractor().extract(GENERIC_HEAVY)}
+    assert labels.isdisjoint({"system", "memory", "model", "text", "data"})
+    assert {"vector index", "maintenance job"} <= labels
+
+
+def test_the_number_of_concepts_follows_the_length_of_the_document():
+    assert 3 <= concept_budget(6, minimum=3, maximum=60) <= 10  # a note
+    assert 25 <= concept_budget(350, minimum=3, maximum=60) <= 60  # a 40 KB paper
+    note = LocalConceptExtractor().extract(DOC)
+    assert 3 <= len(note) <= 10
+    # A long third-party text (spaCy's own description, installed with it) yields many more.
+    long_text = importlib.metadata.distribution("spacy").metadata.get_payload()
+    assert len(LocalConceptExtractor().extract(long_text)) >= 2 * len(note)
+
+
+def test_related_edges_join_concepts_named_in_the_same_sentence():
+    concepts = {c.label.lower(): c for c in LocalConceptExtractor().extract(GENERIC_HEAVY)}
+    assert "maintenance job" in {r.lower() for r in concepts["vector index"].related}
+    for concept in concepts.values():
+        assert concept.label not in concept.related
+
+
+def test_definitions_are_the_documents_own_sentences():
+    for concept in LocalConceptExtractor().extract(DOC):
+        for sentence in concept.definition.split(". "):
+            assert sentence.rstrip(".").strip() in DOC
+
+
+def test_the_language_model_is_loaded_once_per_process():
+    assert pipeline() is pipeline()

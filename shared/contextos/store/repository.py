@@ -31,6 +31,7 @@ from contextos.store.governance import (
     GateOutcome,
     GovernanceStore,
     JudgementCache,
+    insert_subject_terms,
     write_audit,
 )
 from contextos.store.history import PoolRequest, candidate_pool_sql, graph_walk_sql, live_now, walk_params
@@ -342,6 +343,9 @@ class MemoryStore:
         with conn.pipeline():
             writes = StatementBatch(conn, combine=self.db.dialect.name == "postgres")
             self._write_vectors(writes, tenant_id, memories, rows, embedder_id, memory_sketches)
+            if self.db.dialect.name == "postgres":
+                fresh = [r for r in rows if r["inserted"]]
+                insert_subject_terms(writes, tenant_id, [r["id"] for r in fresh], [r["norm_key"] for r in fresh])
             self._insert_items(writes, tenant_id, source, candidates, final_keys, ids)
             self._upsert_related_edges(writes, tenant_id, pairs, {r["id"] for r in rows if r["inserted"]})
             if created:
@@ -442,6 +446,8 @@ class MemoryStore:
                 conn.execute(
                     "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [len(ids), tenant_id]
                 )
+                if self.db.dialect.name == "postgres":
+                    insert_subject_terms(conn, tenant_id, ids, [c.norm_key for c in candidates])
         return ids
 
     def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:

@@ -325,7 +325,7 @@ class GovernanceSettings(BaseModel):
     contradiction_similarity_floor: float = 0.6  # cosine below which two memories are not compared
     contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
     contradiction_ef_search: int = 64
-    judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
+    judge_concurrency: int = 4  # Bedrock judge calls (each a batch of pairs) in flight per admission
     # Judge outside the tenant lock first, then only what changed under it. None: only when the
     # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).
     prejudge: bool | None = None

@@ -20,6 +20,7 @@ import Stemmer
 
 from contextos.judge import Judgement, JudgePair, Verdict
 
+_SENTENCE_PUNCTUATION = re.compile(r"[.!?;](\s|$)")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z][a-z'-]*[a-z]|[a-z]")
 _NEGATIONS = frozenset(
     """
@@ -32,7 +33,7 @@ _NEGATIONS = frozenset(
 _FILLER = frozenset(
     """
     a an the this that these those it its it's they them their there here we our us you your i me my
-    he him his she her hers one ones
+    he him his she her hers ones
     is are was were be been being am has have had having do does did doing will would shall should
     can could may might must
     of in on at by for from to into onto with within via as per than then so such also too very
@@ -119,15 +120,20 @@ _ANTONYMS = [
     ("larger", "smaller"),
     ("minimum", "maximum"),
     ("first", "last"),
+    ("shared", "private"),
+    ("requires", "optional"),
     ("vegetarian", "carnivore"),
     ("married", "single"),
     ("win", "lose"),
     ("won", "lost"),
 ]
+_STEMMER = Stemmer.Stemmer("english")
+# By stem, so "requires" meets "optional" as "required" does.
 _ANTONYM: dict[str, set[str]] = {}
 for _a, _b in _ANTONYMS:
-    _ANTONYM.setdefault(_a, set()).add(_b)
-    _ANTONYM.setdefault(_b, set()).add(_a)
+    _sa, _sb = _STEMMER.stemWord(_a), _STEMMER.stemWord(_b)
+    _ANTONYM.setdefault(_sa, set()).add(_sb)
+    _ANTONYM.setdefault(_sb, set()).add(_sa)
 _MONTHS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec".split()
@@ -140,18 +146,31 @@ _UNITS = frozenset(
     percent pct x times k m
     """.split()
 )
-# A copula or exclusive verb: "<the same subject> is X" against "<the same subject> is Y", also
-# through a participle that takes one value ("is hosted in", "is owned by", "defaults to").
 _COPULAS = frozenset("is are was were".split())
-_EXCLUSIVE_PARTICIPLES = frozenset(
-    """
-    set owned hosted located based written stored pinned capped limited configured maintained led run
-    managed deployed scheduled priced named called
-    """.split()
-)
 # ("may" is left to the months: "ships in May".)
 _AUXILIARIES = _COPULAS | frozenset("has have had will would can could should must might does do did".split())
-_STEMMER = Stemmer.Stemmer("english")
+# Number words are values too, as digits ("two approvals" against "one approval", "Four workers"
+# as "4 workers").
+_NUMBER_WORDS = {
+    w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+} | {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000"}
+_PREPOSITIONS = frozenset("in on at to by with from for of via into onto".split())
+# Words by which a newer statement reports that the older one stopped being true.
+_CHANGE = re.compile(
+    r"\b(instead of|no longer|any ?more|stopped|moved (from|to|out)|left the|switched|replaced|was changed"
+    r"|were changed|has changed|have changed|not anymore|used to)\b"
+)
+# A slot after a copula, or after one of these verbs, takes one value: "<the same subject> is X"
+# against "... is Y", "is hosted in X", "is owned by X", "defaults to X".
+_SINGLE_VALUE_VERBS = frozenset(
+    """
+    run runs hosted located based live lives owned managed led signed encrypted hashed written issued priced
+    billed named called set defaults go goes sent routed stored pinned deployed
+    """.split()
+)
+_ARTICLES = frozenset("a an the".split())
+_VALUE_WORDS = _MONTHS | _WEEKDAYS | frozenset(f"{d}s" for d in _WEEKDAYS) | frozenset(_NUMBER_WORDS)
+_NOT_CONTENT = _FILLER | _NEGATIONS | _UNITS | _VALUE_WORDS
 
 
 @dataclass(frozen=True)
@@ -162,14 +181,14 @@ class _Side:
     named: frozenset[str]  # label words the statement says too: they name the subject
     label_only: frozenset[str]  # label words the statement does not say (a summary's words)
     values: frozenset[str]  # numbers, dates, months and weekdays
-    subject_values: frozenset[str]  # those before the first auxiliary ("Release 2.0 is ...")
+    subject_values: frozenset[str] | None  # those before the first auxiliary ("Release 2.0 is ...")
     negated: bool
 
 
 def split_label(text: str) -> tuple[str | None, str]:
     """The store hands statements over as ``"label: definition"``: the label, when there is one."""
     head, sep, tail = text.partition(": ")
-    if sep and tail and 0 < len(head.split()) <= 6 and not re.search(r"[.!?;](\s|$)", head):
+    if sep and tail and 0 < len(head.split()) <= 6 and not _SENTENCE_PUNCTUATION.search(head):
         return head, tail
     return None, text
 
@@ -180,39 +199,40 @@ def _stem(word: str) -> str:
 
 
 def _tokens(text: str) -> list[str]:
-    text = text.lower().replace("\u2019", "'")
-    out = []
-    for t in _TOKEN.findall(text):
-        if t.endswith("'s"):
-            t = t[:-2]
-        out.append(t)
-    return out
+    return [t.removesuffix("'s") for t in _TOKEN.findall(text.lower().replace("\u2019", "'"))]
 
 
 def _is_value(token: str) -> bool:
-    return token[0].isdigit() or token in _MONTHS or token in _WEEKDAYS
+    return token[0].isdigit() or token in _VALUE_WORDS
 
 
 def _content(tokens: Sequence[str]) -> list[str]:
-    return [t for t in tokens if t not in _FILLER and t not in _NEGATIONS and t not in _UNITS and not _is_value(t)]
+    return [t for t in tokens if t not in _NOT_CONTENT and not t[0].isdigit()]
 
 
+def _values(tokens: Sequence[str]) -> frozenset[str]:
+    return frozenset(_NUMBER_WORDS.get(t, t) for t in tokens if _is_value(t))
+
+
+@lru_cache(maxsize=16_384)
 def _side(subject: str | None, statement: str) -> _Side:
     tokens = tuple(_tokens(statement))
     label_tokens = _tokens(subject or "")
     label_stems = frozenset(_stem(t) for t in _content(label_tokens) if t not in _GENERIC_LABEL)
-    label_stems |= frozenset(t for t in label_tokens if t[0].isdigit())  # "Release 2.0" names its subject
+    label_stems |= _values(label_tokens)  # "Release 2.0", "April conversion" name their subject
     negated = any(t in _NEGATIONS or t.endswith("n't") for t in tokens) or "no longer" in " ".join(tokens)
-    verb = next((i for i, t in enumerate(tokens) if t in _AUXILIARIES), 0)
-    own = frozenset(_stem(t) for t in _content(tokens)) | frozenset(t for t in tokens if t[0].isdigit())
+    verb = next((i for i, t in enumerate(tokens) if t in _AUXILIARIES), None)
+    stems = frozenset(map(_stem, _content(tokens)))
+    values = _values(tokens)
+    own = stems | values
     return _Side(
         tokens=tokens,
-        stems=own - frozenset(t for t in tokens if t[0].isdigit()),
+        stems=stems,
         mentions=own | label_stems,
         named=label_stems & own,
         label_only=label_stems - own,
-        values=frozenset(t for t in tokens if _is_value(t)),
-        subject_values=frozenset(t for t in tokens[:verb] if _is_value(t)),
+        values=values,
+        subject_values=None if verb is None else _values(tokens[:verb]),
         negated=negated,
     )
 
@@ -241,35 +261,43 @@ class LocalHeuristicJudge:
     def judge_pair(self, pair: JudgePair) -> Judgement:
         if pair.similarity < self.similarity_floor:
             return _neutral("statements are about different things")
-        old = _side(*_subject_and_statement(pair.premise_subject, pair.premise))
-        new = _side(*_subject_and_statement(pair.hypothesis_subject, pair.hypothesis))
+        old_subject, _, old = _prepared(pair.premise_subject, pair.premise)
+        new_subject, new_statement, new = _prepared(pair.hypothesis_subject, pair.hypothesis)
+        same_label = bool(old_subject) and (old_subject or "").strip().lower() == (new_subject or "").strip().lower()
 
         if _different_subjects(old, new):
             return _neutral("the statements are about different subjects")
 
         only_old, only_new = old.stems - new.stems, new.stems - old.stems
-        flips = _antonym_flips(only_old, only_new, old, new)
+        flips = _antonym_flips(only_old, only_new)
         if flips:
             a, b = flips[0]
-            rest_old = only_old - {_stem(w) for w, _ in flips}
-            rest_new = only_new - {_stem(w) for _, w in flips}
+            rest_old = only_old - {w for w, _ in flips}
+            rest_new = only_new - {w for _, w in flips}
             if not rest_old and not rest_new and old.negated == new.negated:
-                return Judgement(verdict=Verdict.contradiction, confidence=0.75, reason=f"opposite terms: {a}/{b}")
-            return _neutral("opposite terms, but the statements differ in more than that")
+                return _said(verdict=Verdict.contradiction, confidence=0.75, reason=f"opposite terms: {a}/{b}")
+
+        if pair.similarity >= 0.75 and _reports_a_change(old, new, new_statement):
+            return _said(verdict=Verdict.contradiction, confidence=0.6, reason="the newer statement reports a change")
 
         if only_old or only_new:
-            if _exclusive_swap(old, new):
+            if not flips and _exclusive_swap(old, new, same_label):
                 return Judgement(
                     verdict=Verdict.contradiction, confidence=0.65, reason="the same subject is given another value"
                 )
             contained = not only_new and old.negated == new.negated and old.values >= new.values
             if contained and pair.similarity >= 0.85:
-                return Judgement(verdict=Verdict.entailment, confidence=0.7, reason="the older statement says it all")
+                return _said(verdict=Verdict.entailment, confidence=0.7, reason="the older statement says it all")
+            if old.negated != new.negated and not only_new and not (new.values - old.values):
+                # "purged after 30 days" / "never purged": the newer one denies the older, less its detail
+                return _said(
+                    verdict=Verdict.contradiction, confidence=0.7, reason="the newer statement denies the older"
+                )
             return _neutral("the statements say different things")
 
         # Same words (up to inflection and filler): only a negation or a value can tell them apart.
         if old.negated != new.negated:
-            return Judgement(verdict=Verdict.contradiction, confidence=0.8, reason="one statement negates the other")
+            return _said(verdict=Verdict.contradiction, confidence=0.8, reason="one statement negates the other")
         if old.values != new.values:
             if old.values and new.values and not (old.values <= new.values or new.values <= old.values):
                 return Judgement(
@@ -277,7 +305,7 @@ class LocalHeuristicJudge:
                 )
             return _neutral("one statement gives a value the other does not")
         if pair.similarity >= 0.85:
-            return Judgement(verdict=Verdict.entailment, confidence=0.8, reason="the statements say the same")
+            return _said(verdict=Verdict.entailment, confidence=0.8, reason="the statements say the same")
         return _neutral("no clear lexical relation")
 
 
@@ -290,7 +318,15 @@ def _different_subjects(old: _Side, new: _Side) -> bool:
         return True
     if (old.label_only - new.mentions) and (new.label_only - old.mentions):
         return True
+    if old.subject_values is None or new.subject_values is None:
+        return False
     return old.subject_values != new.subject_values
+
+
+@lru_cache(maxsize=16_384)
+def _prepared(subject: str | None, text: str) -> tuple[str | None, str, _Side]:
+    subject, statement = _subject_and_statement(subject, text)
+    return subject, statement, _side(subject, statement)
 
 
 def _subject_and_statement(subject: str | None, text: str) -> tuple[str | None, str]:
@@ -302,32 +338,66 @@ def _subject_and_statement(subject: str | None, text: str) -> tuple[str | None, 
     return subject, text
 
 
-def _antonym_flips(only_old: frozenset[str], only_new: frozenset[str], old: _Side, new: _Side) -> list[tuple[str, str]]:
-    """(old word, new word) pairs of opposites, each word found on one side only."""
-    old_words = {t for t in old.tokens if _stem(t) in only_old}
-    new_words = {t for t in new.tokens if _stem(t) in only_new}
-    return sorted((a, b) for a in old_words for b in _ANTONYM.get(a, ()) if b in new_words)
+def _antonym_flips(only_old: frozenset[str], only_new: frozenset[str]) -> list[tuple[str, str]]:
+    """(old stem, new stem) pairs of opposites, each found on one side only."""
+    return sorted((a, b) for a in only_old for b in _ANTONYM.get(a, ()) if b in only_new)
 
 
-def _exclusive_swap(old: _Side, new: _Side) -> bool:
-    """ "The primary database is PostgreSQL" against "The primary database is MySQL": the same
-    words up to a copula, at least two of them content words, then a different value of at most
-    three words, and nothing else on either side."""
-    n = _shared_prefix(old.tokens, new.tokens)
-    if n < 3 or old.negated or new.negated:
+def _exclusive_swap(old: _Side, new: _Side, same_label: bool) -> bool:
+    """One slot of the same sentence filled differently, where the slot takes one value: "The
+    primary database is PostgreSQL" / "... is MySQL", "runs in eu-west-1" / "runs in us-east-2",
+    "is owned by the data team" / "... the finance team". The slot holds at most three content
+    words on each side, none shared, none a participle (that is another predicate: "is backed up")."""
+    if old.negated or new.negated:
         return False
-    head = old.tokens[:n]
-    if head[-1] in _COPULAS or (head[-1] == "to" and head[-2] == "defaults"):
+    n = _shared_prefix(old.tokens, new.tokens)
+    m = _shared_prefix(old.tokens[n:][::-1], new.tokens[n:][::-1])
+    head = list(old.tokens[:n])
+    slot_old, slot_new = old.tokens[n : len(old.tokens) - m], new.tokens[n : len(new.tokens) - m]
+    while head and head[-1] in _ARTICLES:
+        head.pop()
+    if len(head) < 2:
+        return False
+    if head[-1] in _COPULAS or head[-1] in _SINGLE_VALUE_VERBS:
         subject = head[:-1]
-    elif len(head) >= 3 and head[-3] in _COPULAS and head[-2] in _EXCLUSIVE_PARTICIPLES:
-        subject = head[:-3]  # "is hosted in", "is owned by", "is set to"
+    elif head[-2] in _SINGLE_VALUE_VERBS and len(head[-1]) <= 4:  # "runs in", "owned by", "go to"
+        subject = head[:-2]
+    elif head[-1] in ("use", "uses") and len(old.tokens) > len(head) and old.tokens[len(head)] in _ARTICLES:
+        subject = head[:-1]  # "uses a Redis cache": one of a kind
     else:
         return False
-    if len(_content(subject)) < 2:
+    if subject and subject[-1] in _COPULAS:
+        subject = subject[:-1]
+    if len(_content(subject)) < (1 if same_label else 2):
         return False
-    rest_old, rest_new = _content(old.tokens[n:]), _content(new.tokens[n:])
-    return 0 < len(rest_old) <= 3 and 0 < len(rest_new) <= 3 and not set(rest_old) & set(rest_new)
+    rest_old, rest_new = _content(slot_old), _content(slot_new)
+    if not (0 < len(rest_old) <= 3 and 0 < len(rest_new) <= 3) or set(rest_old) & set(rest_new):
+        return False
+    # The same kind of filler on both sides: not "the X" against "a Y" (a category), not a value
+    # against a name ("eu-west-1" against "AWS"), not a new preposition (another predicate).
+    if (slot_old[0] in _ARTICLES or slot_new[0] in _ARTICLES) and slot_old[0] != slot_new[0]:
+        return False
+    if any(_is_value(t) for t in slot_old) != any(_is_value(t) for t in slot_new):
+        return False
+    if slot_old[0] in _PREPOSITIONS or slot_new[0] in _PREPOSITIONS:
+        return False
+    # A participle starts another predicate ("is backed up", "are reviewed before"), unless an
+    # article makes it a noun's modifier ("the engineering manager").
+    return old.tokens[n - 1] in _ARTICLES or not any(t.endswith(("ed", "ing")) for t in (rest_old[0], rest_new[0]))
+
+
+def _reports_a_change(old: _Side, new: _Side, new_text: str) -> bool:
+    """The newer statement says the older one stopped holding ("moved from Berlin to Lisbon",
+    "no longer", "instead of 30 seconds") and repeats most of what the older one said."""
+    if not _CHANGE.search(new_text.lower()) or not old.stems:
+        return False
+    return len(old.stems & new.stems) >= 0.5 * len(old.stems)
+
+
+def _said(*, verdict: Verdict, confidence: float, reason: str) -> Judgement:
+    # Built without validation: the values are this module's own (the store path judges in bulk).
+    return Judgement.model_construct(verdict=verdict, confidence=confidence, reason=reason, answered=True)
 
 
 def _neutral(reason: str) -> Judgement:
-    return Judgement(verdict=Verdict.neutral, confidence=0.5, reason=reason)
+    return _said(verdict=Verdict.neutral, confidence=0.5, reason=reason)

@@ -310,12 +310,11 @@ class GovernanceSettings(BaseModel):
             r"\byour\s+(new\s+)?(task|instructions?|rules?|orders?)\b.{0,20}\b(is|are|from now on|:)",
             r"\bfrom now on\b.{0,40}\b(you|always|never|only|answer|respond|reply|recommend|tell|say|treat|call"
             r"|describe|report|book|use|mention|refer|forward|send|act)\b",
-            r"\b(you|the assistant|the agent|the ai|assistants?|agents?)\s+(must|should|shall|will|need to|have to"
+            r"\b(the assistant|the agent|the ai|assistants?|agents?)\s+(must|should|shall|will|need to|have to"
             r"|are to)\s+(now\s+)?(always|never|only)\b",
-            r"\b(you|assistants?|agents?|ai|models?|chatbots?|bots?|llms?)\b.{0,30}\b(always|never|only)\s+(recommend"
+            r"\b(assistants?|agents?|ai|models?|chatbots?|bots?|llms?)\b.{0,30}\b(always|never|only)\s+(recommend"
             r"|answer|reply|respond|say|tell|mention|reveal|send|trust|refer|follow|call|include|link|redirect|share"
             r"|forward|ignore|describe|rank|book|install)\b",
-            r"^(always|only)\s+(recommend|mention|say|answer|respond|reply|describe|rank|report|book|refer|tell|include)\b",
             r"\bwhen(ever)?\s+(the\s+|a\s+|any\s+)?(user|anyone|someone|people|customers?)\s+(asks?|says|mentions|requests"
             r"|wants)\b.{0,80}\b(say|answer|tell|respond|reply|refer|recommend|report)\b",
             r"\b(do not|don't|never)\s+(tell|inform|mention|reveal|disclose)\b.{0,40}\b(user|anyone|them|this|it)\b",
@@ -337,6 +336,7 @@ class GovernanceSettings(BaseModel):
         default_factory=lambda: [
             r"^(assistant|ai|ai assistant|agent|llm|chatgpt|claude|gpt|language model|system|ai agents?|assistants?)"
             r"\s*[:,]",
+            r"^(\w+\s+){0,3}(assistants?|agents?|llms?|chatbots?|bots?)\s*[:,]",  # "AI screening assistant:"
             r"\b(note|message|instructions?|request|reminder|attention|important)\s*(to|for)\s+(the\s+|any\s+|all\s+)?"
             r"(ai|assistants?|agents?|llms?|language models?|models?|bots?|chatgpt)\b",
             r"\b(dear|hey|hi|hello|attention)\s+(ai|assistants?|agents?|chatgpt|bots?|models?|llms?)\b",
@@ -344,7 +344,20 @@ class GovernanceSettings(BaseModel):
             r"\b(ai|llm)\s+(agents?|assistants?|models?)\b.{0,20}\b(reading|processing|summari[sz]ing|parsing|crawling)\b",
             r"@assistant\b|\[assistant\]|\bto the (assistant|agent)\b|\b(reader|crawler|browsing) agents?\b",
             r"\b(assistant|agent|ai|llm) instructions?\b|\binstructions? (to|for) (assistants?|agents?|the ai)\b",
-            r"\bfrom now on\b",  # a standing rule, whoever it is for
+            r"\bif an? (ai|assistant|agent|llm|language model|model|bot)\b.{0,20}\b(is|are)\s+(reading|processing"
+            r"|summari[sz]ing|parsing)\b",
+        ]
+    )
+    # Standing rules and orders to "you": documentation gives them to its human readers all the
+    # time ("you should never use kernel headers directly"), so without a call-out they are weak.
+    weak_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"\bfrom now on\b",
+            r"\byou\s+(must|should|shall|will|need to|have to|are to)\s+(now\s+)?(always|never|only)\b",
+            r"\byou\b.{0,30}\b(always|never|only)\s+(recommend|answer|reply|respond|say|tell|mention|reveal|send"
+            r"|trust|refer|follow|call|include|link|redirect|share|forward|ignore|describe|rank|book|install)\b",
+            r"^(always|only)\s+(recommend|mention|say|answer|respond|reply|describe|rank|report|book|refer|tell"
+            r"|include)\b",
         ]
     )
     # Words of a sentence that discusses injections or quotes one rather than making it.

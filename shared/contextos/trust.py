@@ -26,6 +26,7 @@ from contextos.models import Provenance
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad"))
 _SPACES = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|(?<=>)(?=<)|(?<=\])\s+(?=\S)")
+_ADDRESSES = re.compile(r"\S+@\S+|\w+://\S+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'._-]*[a-z0-9]|[a-z0-9]")
 _RAW_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9]")
 # A directive's verb beside a call-out to an agent makes it a directive.
@@ -40,6 +41,9 @@ _NOT_TERMS = frozenset(
     ai assistant assistants agent agents llm llms chatgpt claude gpt model models system note important warning
     attention instructions instruction message dear hey hi hello user users from when whenever if the a an
     please reply comment review support guest candidate p.s inst
+    for and but with this that these those then than you your yours we our they their there here its not
+    all any each every also only just into onto over under after before about above below between
+    what which who whom whose where why how new now one two three
     """.split()
 )
 
@@ -133,13 +137,15 @@ def sentence_signal(raw: str, settings: GovernanceSettings) -> Signal:
     callout_patterns = _compiled(tuple(settings.addressing_patterns))
     directives = [f"pattern_{i}" for i, p in enumerate(directive_patterns) if p.search(sentence)]
     callouts = [f"address_{i}" for i, p in enumerate(callout_patterns) if p.search(sentence)]
-    if not directives and not callouts:
+    weak_ones = [f"weak_{i}" for i, p in enumerate(_compiled(tuple(settings.weak_patterns))) if p.search(sentence)]
+    if not directives and not callouts and not weak_ones:
         return NO_SIGNAL
-    names = tuple(directives + callouts)
+    names = tuple(directives + callouts + weak_ones)
     weak = settings.weak_signal_strength
     if _disguised(raw):
         return Signal(1.0, (*names, "disguised"))
-    describes = any(p.search(sentence) for p in _compiled(tuple(settings.describing_patterns)))
+    prose = _ADDRESSES.sub(" ", sentence)  # "attacker@example.com" describes nothing
+    describes = any(p.search(prose) for p in _compiled(tuple(settings.describing_patterns)))
     if directives or (callouts and _BEHAVIOUR.search(sentence)):
         return Signal(weak if describes else 1.0, (*names, "describes") if describes else names)
     return Signal(weak, names)

@@ -291,8 +291,10 @@ def poison_part(settings: Settings, service: IngestionService, store: MemoryStor
     }
 
 
-def judge_part(settings: Settings) -> dict:
-    pairs = [json.loads(line) for line in (DATA / "judge_pairs.jsonl").read_text().splitlines() if line.strip()]
+def judge_part(settings: Settings, name: str = "judge_pairs.jsonl", tag: str = "") -> dict:
+    """Precision and recall of the local judge (and the previous rules) on one labelled set; ``tag``
+    names the set's figures (``_holdout``: pairs written after tuning, never tuned against)."""
+    pairs = [json.loads(line) for line in (DATA / name).read_text().splitlines() if line.strip()]
     embedder = container.embedder()
     texts = [f"{p['old_label']}: {p['old']}" for p in pairs] + [f"{p['new_label']}: {p['new']}" for p in pairs]
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
@@ -309,9 +311,10 @@ def judge_part(settings: Settings) -> dict:
         )
         for p, s in zip(pairs, similarity, strict=True)
     ]
-    figures: dict = {"judge_pairs": len(pairs), "judge_pairs_above_floor": int((similarity >= floor).sum())}
+    figures: dict = {f"judge{tag}_pairs": len(pairs), f"judge{tag}_pairs_above_floor": int((similarity >= floor).sum())}
     judges = {"": LocalHeuristicJudge(), "_previous_rules": PreviousRulesJudge()}
-    for suffix, judge in judges.items():
+    for judge_suffix, judge in judges.items():
+        suffix = f"{tag}{judge_suffix}"
         started = time.perf_counter()
         if hasattr(judge, "judge_many"):
             verdicts = [
@@ -338,18 +341,17 @@ def judge_part(settings: Settings) -> dict:
             ),
             f"judge_us_per_pair{suffix}": round(per_pair_us, 1),
         }
-        if not suffix:
+        if not judge_suffix:
             kinds = Counter(p["kind"] for p in pairs if p["expected"] == "contradiction")
             hits = zip(pairs, said, strict=True)
             found = Counter(p["kind"] for p, s in hits if s and p["expected"] == "contradiction")
-            figures |= {f"judge_recall_{k}": f"{found[k]}/{n}" for k, n in sorted(kinds.items())}
+            figures |= {f"judge{tag}_recall_{k}": f"{found[k]}/{n}" for k, n in sorted(kinds.items())}
             wrong = [p["id"] for p, s in zip(pairs, said, strict=True) if s and p["expected"] != "contradiction"]
-            figures["judge_false_contradictions"] = ",".join(wrong) or "none"
+            figures[f"judge{tag}_false_contradictions"] = ",".join(wrong) or "none"
             entail = [v is Verdict.entailment for v in verdicts]
             said_e = sum(entail)
             tp_e = sum(e and p["expected"] == "entailment" for e, p in zip(entail, pairs, strict=True))
-            figures["judge_entailment_precision"] = round(tp_e / max(said_e, 1), 4)
-    figures["judge_subjects_given"] = "labels"
+            figures[f"judge{tag}_entailment_precision"] = round(tp_e / max(said_e, 1), 4)
     return figures
 
 
@@ -493,7 +495,7 @@ def main() -> None:
     )
     retrieval = RetrievalService(settings=settings, store=store, embedder=container.embedder())
 
-    figures = judge_part(settings)
+    figures = judge_part(settings) | judge_part(settings, "judge_pairs_holdout.jsonl", "_holdout")
     print(json.dumps(figures, indent=1))
     figures |= poison_part(settings, service, store, retrieval)
     print(json.dumps(figures, indent=1))

@@ -6,8 +6,9 @@ trust gate and the contradiction gate, the store), in a fresh embedded PostgreSQ
 - **benign corpus**: documentation written by others that this machine's installed packages
   ship, picked by a fixed rule (``benign_corpus``): the long description (README) of every
   installed Python distribution, the ``.md``/``.rst`` files inside them, then up to three
-  README/markdown/rst/text files per Debian package under ``/usr/share/doc``; 1-200 KB each, deduplicated, sorted, at most
-  ``--max-docs``. Ingested as ``user_upload``. ``benign_held_rate`` = held candidates / candidates.
+  README/markdown/rst/text files per Debian package under ``/usr/share/doc``; 1-200 KB each,
+  deduplicated, sorted, at most ``--max-docs``. Ingested as ``user_upload``.
+  ``benign_held_rate`` = held candidates / candidates.
 - **poisoning cases** (``benchmarks/data/poison_cases.jsonl``): MINJA-style instructions inside web
   pages, tool outputs, third-party messages and otherwise benign documents, each ingested at its
   own provenance into its own tenant. Kept out = the payload's marker is in no active memory and
@@ -510,7 +511,8 @@ def main() -> None:
         title="S7 gates: benign documents held, poisoning kept out, judge precision, and their cost",
         notes=[
             "benign corpus: the installed Python distributions' READMEs (long descriptions) and .md/.rst files, "
-            "then up to three README/markdown/rst/text files per Debian package in /usr/share/doc (gzipped ones read as shipped); 1-200 KB, deduplicated, sorted; user_upload",
+            "then up to three README/markdown/rst/text files per Debian package in /usr/share/doc "
+            "(gzipped ones read as shipped); 1-200 KB, deduplicated, sorted; user_upload",
             "benign_held_rate = held candidates / candidates, through the trust gate on the extractor's candidates; "
             "benign_pipeline_* are the same documents' counts through the whole ingestion path",
             "*_previous_gate / *_previous_rules: the gates before this change (benchmarks/s7_baselines.py), same run",

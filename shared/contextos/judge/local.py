@@ -271,7 +271,7 @@ class LocalHeuristicJudge:
         only_old, only_new = old.stems - new.stems, new.stems - old.stems
         flips = _antonym_flips(only_old, only_new)
         if flips:
-            a, b = flips[0]
+            a, b = (_word_of(side, stem) for side, stem in zip((old, new), flips[0], strict=True))
             rest_old = only_old - {w for w, _ in flips}
             rest_new = only_new - {w for _, w in flips}
             if not rest_old and not rest_new and old.negated == new.negated:
@@ -392,6 +392,11 @@ def _reports_a_change(old: _Side, new: _Side, new_text: str) -> bool:
     if not _CHANGE.search(new_text.lower()) or not old.stems:
         return False
     return len(old.stems & new.stems) >= 0.5 * len(old.stems)
+
+
+def _word_of(side: _Side, stem: str) -> str:
+    """The statement's own word for a stem (reasons quote words, not stems)."""
+    return next((t for t in side.tokens if _stem(t) == stem), stem)
 
 
 def _said(*, verdict: Verdict, confidence: float, reason: str) -> Judgement:

@@ -343,38 +343,89 @@ class GovernanceSettings(BaseModel):
 
     base_trust: dict[str, float] = Field(default_factory=_default_base_trust)
     trust_threshold: float = 0.5  # below it a candidate goes to the review queue, nowhere else
-    # Instruction-like text aimed at an agent (prompt injection) lowers a candidate's trust;
-    # a source text carrying it taints every candidate drawn from it.
+    # Text that addresses the agent (prompt injection) lowers the trust of the candidate that
+    # carries it, judged per sentence: a directive to the agent costs the full penalty, text that
+    # only calls out to an agent, or only describes an injection, costs weak_signal_strength of it.
     injection_penalty: float = 0.5
+    weak_signal_strength: float = 0.5
+    # Directives that set or override an agent's behaviour.
     injection_patterns: list[str] = Field(
         default_factory=lambda: [
-            r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b.{0,40}"
-            r"\b(instructions?|prompts?|rules|guidelines|context|messages?)\b",
+            r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your"
+            r"|the user'?s?)\b.{0,40}\b(instructions?|prompts?|rules|guidelines|guidance|context|messages?"
+            r"|configuration|what you know)\b",
             r"\b(new|updated|real|hidden|secret)\s+(system\s+)?instructions?\b",
-            r"\bsystem\s*prompt\b",
-            r"\bfrom now on\b",
-            r"\b(you|the assistant|the agent|the ai|assistants?|agents?)\s+(must|should|shall|will)\s+"
-            r"(now\s+)?(always|never|only)\b",
-            r"\b(you|assistants?|agents?|ai|models?|chatbots?|bots?|llms?)\b.{0,30}\b(always|never)\s+(recommend|answer"
-            r"|reply|respond|say|tell|mention|reveal|send|trust|refer|use|follow|call|run|execute|include|link|redirect"
-            r"|share|forward|ignore)\b",
-            r"\bwhen(ever)?\s+(the\s+)?user\s+(asks|says|mentions|requests)\b",
-            r"\bdo not (tell|inform|mention|reveal)\b.{0,30}\b(user|anyone|them)\b",
-            r"\b(send|forward|email|upload|post|exfiltrate|transfer)\b.{0,60}\b(password|credentials?|api[\s_-]?keys?"
-            r"|tokens?|secrets?|private|conversation|history|data)\b.{0,40}\b(to|at)\b",
-            r"\b(act|behave|pretend|roleplay)\s+(as|like|to be)\b",
-            r"\b(developer|god|jailbreak|dan)\s+mode\b",
-            r"<\s*/?\s*(system|assistant|instructions?|im_start|im_end)\s*>",
-            r"\[\s*(system|inst)\s*\]|###\s*(system|instruction)",
-            r"\b(remember|store|save|memorize)\s+(this|that)\b.{0,40}\b(always|permanent(ly)?|forever)\b",
+            r"\byour\s+(new\s+)?(task|instructions?|rules?|orders?)\b.{0,20}\b(is|are|from now on|:)",
+            r"\bfrom now on\b.{0,40}\b(you|always|never|only|answer|respond|reply|recommend|tell|say|treat|call"
+            r"|describe|report|book|use|mention|refer|forward|send|act)\b",
+            r"\b(the assistant|the agent|the ai|assistants?|agents?)\s+(must|should|shall|will|need to|have to"
+            r"|are to)\s+(now\s+)?(always|never|only)\b",
+            r"\b(assistants?|agents?|ai|models?|chatbots?|bots?|llms?)\b.{0,30}\b(always|never|only)\s+(recommend"
+            r"|answer|reply|respond|say|tell|mention|reveal|send|trust|refer|follow|call|include|link|redirect|share"
+            r"|forward|ignore|describe|rank|book|install)\b",
+            r"\bwhen(ever)?\s+(the\s+|a\s+|any\s+)?(user|anyone|someone|people|customers?)\s+(asks?|says|mentions|requests"
+            r"|wants)\b.{0,80}\b(say|answer|tell|respond|reply|refer|recommend|report)\b",
+            r"\b(do not|don't|never)\s+(tell|inform|mention|reveal|disclose)\b.{0,40}\b(user|anyone|them|this|it)\b",
+            r"\b(send|forward|email|upload|post|exfiltrate|transfer|share)\b.{0,60}\b(password|credentials?"
+            r"|api[\s_-]?keys?|tokens?|secrets?|private|conversation|history|dump|customer table)\b.{0,40}\b(to|at)\b",
+            r"\b(pretend|roleplay)\s+(as|to be|you are)\b|^(act|behave)\s+as\b"
+            r"|\b(you|assistant)\s+(now\s+)?(act|behave)\s+as\b",
+            r"\b(developer|god|dan)\s+mode\s+(is\s+)?(enabled|on|activated)\b|\byou are (now )?in \w+ mode\b"
+            r"|\bjailbreak mode\b",
+            r"<\s*/?\s*(system|assistant|instructions?|im_start|im_end)\s*>|<\|im_start\|>",
+            r"\[\s*/?\s*(system|inst)\s*\]|###\s*(system|instruction)",
+            r"\b(remember|store|save|memorize|note)\b.{0,60}\b(permanent(ly)?|forever|in (your )?(long-term )?memory"
+            r"|to (your )?(long-term )?memory)\b|\bupdate your memory\b|\b(remember|store) this\b",
         ]
     )
+    # Text that calls out to an AI reader ("Note to the agent:", "Dear AI,", "If you are an AI ...");
+    # with a behaviour verb beside it, a directive.
+    addressing_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"^(assistant|ai|ai assistant|agent|llm|chatgpt|claude|gpt|language model|system|ai agents?|assistants?)"
+            r"\s*[:,]",
+            r"^(\w+\s+){0,3}(assistants?|agents?|llms?|chatbots?|bots?)\s*[:,]",  # "AI screening assistant:"
+            r"\b(note|message|instructions?|request|reminder|attention|important)\s*(to|for)\s+(the\s+|any\s+|all\s+)?"
+            r"(ai|assistants?|agents?|llms?|language models?|models?|bots?|chatgpt)\b",
+            r"\b(dear|hey|hi|hello|attention)\s+(ai|assistants?|agents?|chatgpt|bots?|models?|llms?)\b",
+            r"\bif you are an?\s+(ai|assistant|agent|language model|llm|bot|chatbot)\b",
+            r"\b(ai|llm)\s+(agents?|assistants?|models?)\b.{0,20}\b(reading|processing|summari[sz]ing|parsing|crawling)\b",
+            r"@assistant\b|\[assistant\]|\bto the (assistant|agent)\b|\b(reader|crawler|browsing) agents?\b",
+            r"\b(assistant|agent|ai|llm) instructions?\b|\binstructions? (to|for) (assistants?|agents?|the ai)\b",
+            r"\bif an? (ai|assistant|agent|llm|language model|model|bot)\b.{0,20}\b(is|are)\s+(reading|processing"
+            r"|summari[sz]ing|parsing)\b",
+        ]
+    )
+    # Standing rules and orders to "you": documentation gives them to its human readers all the
+    # time ("you should never use kernel headers directly"), so without a call-out they are weak.
+    weak_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"\bfrom now on\b",
+            r"\byou\s+(must|should|shall|will|need to|have to|are to)\s+(now\s+)?(always|never|only)\b",
+            r"\byou\b.{0,30}\b(always|never|only)\s+(recommend|answer|reply|respond|say|tell|mention|reveal|send"
+            r"|trust|refer|follow|call|include|link|redirect|share|forward|ignore|describe|rank|book|install)\b",
+            r"^(always|only)\s+(recommend|mention|say|answer|respond|reply|describe|rank|report|book|refer|tell"
+            r"|include)\b",
+        ]
+    )
+    # Words of a sentence that discusses injections or quotes one rather than making it.
+    describing_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"\b(attacks?|attackers?|adversar(y|ies|ial)|malicious|inject(ion|ions|ed|s)?|jailbreak(s|ing)?|exploit(s|ed)?"
+            r"|phishing|payloads?|threats?|vulnerab\w*|defen[cs]es?|detect\w*|mitigat\w*|sanitiz\w*|red[- ]team\w*)\b",
+            r"\b(for example|for instance|e\.g\.|such as|is called|known as|researchers?|paper|study|benchmark)\b",
+            r"[\"“`][^\"“”`]{4,}[\"”`]|(^|\s)['‘][^'‘’]{4,}['’](\s|[.,;:!?)]|$)",
+        ]
+    )
+    # A source whose directive sentences are this share of all its sentences (and at least two)
+    # reads as an attack as a whole: every candidate drawn from it is then signalled.
+    source_taint_share: float = 0.25
     contradiction_top_k: int = 5  # nearest active memories each admitted candidate is judged against
     contradiction_similarity_floor: float = 0.6  # cosine below which two memories are not compared
     contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
     contradiction_ef_search: int = 64
     contradiction_subject_rows: int = 256  # per candidate: memories sharing a subject word that are compared
-    judge_concurrency: int = 4  # judge calls in flight per admission (Bedrock)
+    judge_concurrency: int = 4  # Bedrock judge calls (each a batch of pairs) in flight per admission
     # Judge outside the tenant lock first, then only what changed under it. None: only when the
     # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).
     prejudge: bool | None = None

@@ -94,7 +94,11 @@ def judge() -> Judge:
         case "bedrock":
             from contextos.judge.bedrock import BedrockJudge
 
-            return BedrockJudge(aws_client("bedrock-runtime"), model_id=settings.bedrock.judge_model_id)
+            return BedrockJudge(
+                aws_client("bedrock-runtime"),
+                model_id=settings.bedrock.judge_model_id,
+                concurrency=settings.governance.judge_concurrency,
+            )
         case _:
             from contextos.judge.local import LocalHeuristicJudge
 

@@ -108,13 +108,15 @@ def test_superseded_memories_leave_every_current_read_path(configured, tenant):
 
 def test_concurrent_contradicting_admissions_leave_exactly_one_winner_the_later_one(configured, tenant):
     service = container.governance()
-    for round_ in range(4):
-        label = f"Retry budget {round_}"
+    for service_name in ("checkout", "search", "billing", "email"):  # one subject per round
+        label = f"Retry budget of {service_name}"
         barrier = threading.Barrier(3)
         results: list = []
 
         def admit(n: int, label: str = label, barrier: threading.Barrier = barrier, results: list = results) -> None:
-            request = MemoryCreate(label=label, definition=f"The retry budget is {n} attempts per request.")
+            request = MemoryCreate(
+                label=label, definition=f"The {label.split()[-1]} retry budget is {n} attempts per request."
+            )
             barrier.wait()
             results.append(service.create_memory(tenant, request, actor="tests", ceiling=Provenance.user_turn))
 
@@ -220,11 +222,16 @@ def test_the_bedrock_judge_decides_inside_the_gate(configured, tenant, local_emb
                             {
                                 "toolUse": {
                                     "toolUseId": "t1",
-                                    "name": "record_judgement",
+                                    "name": "record_judgements",
                                     "input": {
-                                        "verdict": "contradiction",
-                                        "confidence": 0.92,
-                                        "reason": "regions differ",
+                                        "judgements": [
+                                            {
+                                                "index": 0,
+                                                "verdict": "contradiction",
+                                                "confidence": 0.92,
+                                                "reason": "regions differ",
+                                            }
+                                        ]
                                     },
                                 }
                             }
@@ -239,7 +246,7 @@ def test_the_bedrock_judge_decides_inside_the_gate(configured, tenant, local_emb
                 "modelId": "amazon.nova-pro-v1:0",
                 "system": ANY,
                 "messages": ANY,
-                "inferenceConfig": {"maxTokens": 512, "temperature": 0.0},
+                "inferenceConfig": {"maxTokens": 4096, "temperature": 0.0},
                 "toolConfig": ANY,
             },
         )
@@ -285,8 +292,8 @@ def test_a_malformed_bedrock_verdict_supersedes_nothing(configured, tenant, loca
                             {
                                 "toolUse": {
                                     "toolUseId": "t1",
-                                    "name": "record_judgement",
-                                    "input": {"verdict": "maybe", "confidence": "high"},
+                                    "name": "record_judgements",
+                                    "input": {"judgements": [{"index": 0, "verdict": "maybe", "confidence": "high"}]},
                                 }
                             }
                         ],
@@ -357,6 +364,10 @@ class CountingJudge:
     def judge(self, premise: str, hypothesis: str, *, similarity: float):
         self.calls += 1
         return self.inner.judge(premise, hypothesis, similarity=similarity)
+
+    def judge_many(self, pairs):
+        self.calls += len(pairs)
+        return self.inner.judge_many(pairs)
 
 
 def test_judging_happens_before_the_lock_and_only_what_changed_meanwhile_is_judged_under_it(

@@ -172,3 +172,71 @@ def test_bedrock_judge_requests_temperature_zero_and_reads_the_verdict(bedrock):
     request = judge.build_request("a", "b")
     assert request["inferenceConfig"]["temperature"] == 0.0
     assert request["toolConfig"]["toolChoice"] == {"tool": {"name": "record_judgement"}}
+
+
+def test_bedrock_judge_many_sends_the_pairs_in_batches_and_reads_one_verdict_per_pair(bedrock):
+    from contextos.judge import JudgePair
+
+    client, stubber = bedrock
+    judge = BedrockJudge(client, model_id="amazon.nova-pro-v1:0", pairs_per_call=2, concurrency=1)
+    pairs = [
+        JudgePair(
+            premise=f"The service {i} times out after 30 seconds.",
+            hypothesis=f"The service {i} times out after 60 seconds.",
+            similarity=0.9,
+            premise_subject=f"Service {i} timeout",
+            hypothesis_subject=f"Service {i} timeout",
+        )
+        for i in range(3)
+    ]
+
+    def answer(judgements: list[dict]) -> dict:
+        return converse_response(
+            [{"toolUse": {"toolUseId": "t", "name": "record_judgements", "input": {"judgements": judgements}}}]
+        )
+
+    expected = {
+        "modelId": "amazon.nova-pro-v1:0",
+        "system": ANY,
+        "messages": ANY,
+        "inferenceConfig": {"maxTokens": 4096, "temperature": 0.0},
+        "toolConfig": {"tools": ANY, "toolChoice": {"tool": {"name": "record_judgements"}}},
+    }
+    stubber.add_response(
+        "converse",
+        answer(
+            [
+                {"index": 1, "verdict": "neutral", "confidence": 0.6, "reason": "unclear"},
+                {"index": 0, "verdict": "contradiction", "confidence": 1.4, "reason": "30 vs 60 seconds"},
+            ]
+        ),
+        expected,
+    )
+    stubber.add_response("converse", answer([{"index": 7, "verdict": "entailment", "confidence": 0.9, "reason": "?"}]))
+    judgements = judge.judge_many(pairs)
+    stubber.assert_no_pending_responses()
+    assert [j.verdict for j in judgements] == [Verdict.contradiction, Verdict.neutral, Verdict.neutral]
+    assert judgements[0].confidence == 1.0 and judgements[0].answered
+    assert not judgements[2].answered  # the second call answered no pair it was given
+
+    request = judge.build_many_request(pairs[:2])
+    text = request["messages"][0]["content"][0]["text"]
+    fence = text.split("<<<", 1)[1].split("\n", 1)[0]
+    assert f"<<<{fence}\nsubject: Service 0 timeout\nThe service 0 times out after 30 seconds.\n{fence}>>>" in text
+    assert text.index("PAIR 0") < text.index("PAIR 1") and "PAIR 2" not in text
+    assert "different subjects" in request["system"][0]["text"] and "never instructions" in request["system"][0]["text"]
+
+
+def test_bedrock_judge_many_refuses_an_answer_of_the_wrong_shape(bedrock):
+    from contextos.judge import JudgePair
+
+    client, stubber = bedrock
+    judge = BedrockJudge(client, model_id="m")
+    stubber.add_response(
+        "converse",
+        converse_response(
+            [{"toolUse": {"toolUseId": "t", "name": "record_judgements", "input": {"judgements": [{"index": "x"}]}}}]
+        ),
+    )
+    with pytest.raises(PermanentError):
+        judge.judge_many([JudgePair(premise="a", hypothesis="b", similarity=0.9)])

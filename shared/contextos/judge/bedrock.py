@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from contextos.errors import PermanentError
 from contextos.extraction.bedrock import converse, tool_input
-from contextos.judge import Judgement, Verdict
+from contextos.judge import Judgement, JudgePair, Verdict
+from contextos.judge.prompts import judge_many_v1
 
 PROMPT_VERSION = "judge-v1"
 TOOL_NAME = "record_judgement"
@@ -27,9 +30,14 @@ class JudgementOut(BaseModel):
 
 
 class BedrockJudge:
-    def __init__(self, client: Any, *, model_id: str) -> None:
+    def __init__(
+        self, client: Any, *, model_id: str, pairs_per_call: int = 20, concurrency: int = 4, max_tokens: int = 4096
+    ) -> None:
         self._client = client
         self.model_id = model_id
+        self.pairs_per_call = max(1, pairs_per_call)
+        self.concurrency = max(1, concurrency)
+        self._max_tokens = max_tokens
 
     def build_request(self, premise: str, hypothesis: str) -> dict:
         fence = f"STATEMENT-{secrets.token_hex(6)}"
@@ -65,3 +73,50 @@ class BedrockJudge:
         except ValidationError as exc:
             raise PermanentError("the judge's answer did not match the schema") from exc
         return Judgement(verdict=out.verdict, confidence=min(max(out.confidence, 0.0), 1.0), reason=out.reason)
+
+    def build_many_request(self, pairs: Sequence[JudgePair]) -> dict:
+        return {
+            "modelId": self.model_id,
+            "system": [{"text": judge_many_v1.SYSTEM}],
+            "messages": [{"role": "user", "content": [{"text": judge_many_v1.render(pairs)}]}],
+            "inferenceConfig": {"maxTokens": self._max_tokens, "temperature": 0.0},
+            "toolConfig": {
+                "tools": [judge_many_v1.tool_spec()],
+                "toolChoice": {"tool": {"name": judge_many_v1.TOOL_NAME}},
+            },
+        }
+
+    def judge_many(self, pairs: Sequence[JudgePair]) -> list[Judgement]:
+        """Up to ``pairs_per_call`` pairs per Converse call, up to ``concurrency`` calls in flight.
+        A pair the answer leaves out (or answers twice) is neutral and marked unanswered; an answer
+        that does not match the schema at all raises PermanentError, like ``judge``."""
+        chunks = [pairs[s : s + self.pairs_per_call] for s in range(0, len(pairs), self.pairs_per_call)]
+        if len(chunks) <= 1 or self.concurrency == 1:
+            answered = [self._judge_chunk(c) for c in chunks]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(chunks))) as pool:
+                answered = list(pool.map(self._judge_chunk, chunks))
+        return [j for chunk in answered for j in chunk]
+
+    def _judge_chunk(self, chunk: Sequence[JudgePair]) -> list[Judgement]:
+        response = converse(self._client, self.build_many_request(chunk))
+        try:
+            parsed = judge_many_v1.JudgementsOut.model_validate(tool_input(response, judge_many_v1.TOOL_NAME))
+        except ValidationError as exc:
+            raise PermanentError("the judge's answer did not match the schema") from exc
+        by_index: dict[int, list[judge_many_v1.PairJudgementOut]] = {}
+        for j in parsed.judgements:
+            by_index.setdefault(j.index, []).append(j)
+        out: list[Judgement] = []
+        for i in range(len(chunk)):
+            answers = by_index.get(i, [])
+            if len(answers) != 1:
+                out.append(
+                    Judgement(
+                        verdict=Verdict.neutral, confidence=0.0, reason="no single answer for this pair", answered=False
+                    )
+                )
+                continue
+            a = answers[0]
+            out.append(Judgement(verdict=a.verdict, confidence=min(max(a.confidence, 0.0), 1.0), reason=a.reason))
+        return out

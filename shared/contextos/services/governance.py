@@ -36,7 +36,7 @@ from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.governance import GovernanceStore
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import apply_scope
-from contextos.trust import cap_provenance, gate_trust, injection_signals
+from contextos.trust import candidate_signals, cap_provenance, gate_trust
 
 GENESIS_HASH = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -52,21 +52,20 @@ class TrustGate:
         self, candidates: Sequence[MemoryCandidate], *, source_text: str | None = None
     ) -> tuple[list[MemoryCandidate], list[HeldCandidate]]:
         """(admitted, held). A candidate's gate trust is its base trust, less the injection penalty
-        when its own text, or the source text it was drawn from, reads as instructions to an agent."""
+        scaled by its content signal: its own text, and the source sentences it was drawn from or
+        that promote what it names (``contextos.trust``), never the whole source for one sentence."""
         cfg = self.settings.governance
-        source_signals = injection_signals([source_text or ""], cfg.injection_patterns)
+        signals = candidate_signals([(c.label, c.definition) for c in candidates], source_text, cfg)
         admitted: list[MemoryCandidate] = []
         held: list[HeldCandidate] = []
-        for c in candidates:
-            own = injection_signals([c.label, c.definition], cfg.injection_patterns)
-            signals = sorted(set(own) | {f"source_{s}" for s in source_signals})
-            trust = gate_trust(c.base_trust, signals, cfg)
+        for c, signal in zip(candidates, signals, strict=True):
+            trust = gate_trust(c.base_trust, list(signal.names), cfg, strength=signal.strength)
             if trust >= cfg.trust_threshold:
                 admitted.append(c)
                 continue
             why = f"trust {trust:.2f} below {cfg.trust_threshold:.2f} ({c.provenance.value}"
-            why += ", instruction-like text)" if signals else ")"
-            held.append(HeldCandidate(candidate=c, trust=trust, reason=why, signals=signals))
+            why += ", instruction-like text)" if signal.names else ")"
+            held.append(HeldCandidate(candidate=c, trust=trust, reason=why, signals=list(signal.names)))
         if held:
             metrics.add_metric(name="CandidatesHeld", unit="Count", value=len(held))
         return admitted, held

@@ -9,7 +9,6 @@ admitted later (the higher ingestion sequence) always wins and exactly one stays
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,7 +17,7 @@ from uuid import UUID
 from contextos.config import GovernanceSettings
 from contextos.errors import NotFound, PermanentError
 from contextos.governance_models import HeldCandidate
-from contextos.judge import Judge, Judgement, Verdict
+from contextos.judge import Judge, Judgement, JudgePair, Verdict
 from contextos.models import MemoryCandidate
 from contextos.store.db import Database
 from pgvector import Vector
@@ -151,46 +150,27 @@ class ContradictionGate:
     def _judge_pairs(
         self, candidates: Sequence[MemoryCandidate], pairs: Sequence[tuple[int, dict]]
     ) -> list[tuple[Judgement, bool]]:
-        """(judgement, failed) per pair, up to ``judge_concurrency`` calls in flight. An answer the
-        judge got wrong in shape counts as neutral (nothing is superseded on a malformed verdict);
-        an outage (TransientError) propagates, so the queue retries the admission."""
-
-        def run(pair: tuple[int, dict]) -> tuple[Judgement, bool]:
-            idx, row = pair
-            c = candidates[idx]
-            try:
-                return self.judge.judge(
-                    _premise(row), f"{c.label}: {c.definition}", similarity=float(row["similarity"])
-                ), False
-            except PermanentError:
-                return Judgement(
-                    verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable"
-                ), True
-
-        bulk = getattr(self.judge, "judge_many", None)
-        if bulk is not None and pairs:
-            return self._judge_in_bulk(bulk, candidates, pairs)
-        workers = max(1, min(self.settings.judge_concurrency, len(pairs)))
-        if workers == 1:
-            return [run(p) for p in pairs]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(run, pairs))
-
-    @staticmethod
-    def _judge_in_bulk(
-        bulk: Any, candidates: Sequence[MemoryCandidate], pairs: Sequence[tuple[int, dict]]
-    ) -> list[tuple[Judgement, bool]]:
-        """A judge that takes every pair of the batch in one call (``judge_many``); an unusable
-        answer makes the whole batch neutral, as one unusable verdict makes its pair neutral."""
-        triples = [
-            (_premise(row), f"{candidates[idx].label}: {candidates[idx].definition}", float(row["similarity"]))
+        """(judgement, failed) per pair, all of them in one ``judge_many`` call (labels as the
+        subjects). An answer the judge got wrong in shape counts as neutral (nothing is superseded
+        on a malformed verdict); an outage (TransientError) propagates, so the queue retries."""
+        if not pairs:
+            return []
+        asked = [
+            JudgePair(
+                premise=_premise(row),
+                hypothesis=f"{candidates[idx].label}: {candidates[idx].definition}",
+                similarity=float(row["similarity"]),
+                premise_subject=row["label"],
+                hypothesis_subject=candidates[idx].label,
+            )
             for idx, row in pairs
         ]
         try:
-            return [(j, False) for j in bulk(triples)]
+            judgements = self.judge.judge_many(asked)
         except PermanentError:
             unusable = Judgement(verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable")
-            return [(unusable, True) for _ in pairs]
+            return [(unusable, True)] * len(pairs)
+        return [(j, not j.answered) for j in judgements]
 
     def _neighbours(
         self,

@@ -1,0 +1,1 @@
+"""Versioned prompts of the Bedrock judge, each with its response model beside it."""

@@ -57,7 +57,12 @@ def test_reembed_gives_every_vector_the_configured_embedder_and_resumes(stack, c
     from contextos import Client
 
     with Client(stack.api_url, api_key=KEY) as ctx:
-        ids = [ctx.add_memory(f"Reembed note {n}", f"Note number {n} about re-embedding.").memory_id for n in range(3)]
+        notes = [
+            ("Vacuum schedule", "The nightly vacuum of the orders database runs at 02:00 UTC."),
+            ("Kafka partition count", "The events topic has 48 partitions, one per consumer thread."),
+            ("Redis eviction policy", "The session cache evicts the least recently used keys first."),
+        ]
+        ids = [ctx.add_memory(label, definition).memory_id for label, definition in notes]
     with container.database().tenant_tx("local") as conn:
         conn.execute("UPDATE memory_vectors SET embedder_id = 'old-model' WHERE memory_id = ANY(%s)", [ids])
     code, out = run(capsys, "reembed", "--tenant", "local", "--batch", "2")

@@ -94,7 +94,7 @@ def test_sessions_review_audit_reminders_health_governance_and_uploads(ctx, stac
 def test_errors_carry_the_code_and_a_wrong_key_is_refused(stack):  # noqa: F811
     with Client(stack.api_url, api_key="ctx_wrong") as bad, pytest.raises(ApiError) as error:
         bad.list_memories()
-    assert error.value.status == 403 and error.value.code == "unauthorized"
+    assert error.value.status == 401 and error.value.code == "unauthorized"
     with Client(stack.api_url, api_key=KEY) as ctx, pytest.raises(ApiError) as error:
         ctx.context("")
     assert error.value.status == 422 and error.value.code == "validation_error"

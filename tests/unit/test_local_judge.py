@@ -127,3 +127,19 @@ def test_judge_many_answers_every_pair_in_order():
     ]
     assert [j.verdict for j in JUDGE.judge_many(pairs)] == [Verdict.contradiction, Verdict.neutral, Verdict.entailment]
     assert JUDGE.judge_many([]) == []
+
+
+def test_a_statement_repeating_one_sentence_of_the_older_never_denies_it():
+    from contextos.judge import JudgePair
+
+    older = "We decided to use feature flags for risky changes. Feature flags let us disable a change without a deploy."
+    verdict = LocalHeuristicJudge().judge_pair(
+        JudgePair(
+            premise=f"Feature flags: {older}",
+            hypothesis="Risky changes: We decided to use feature flags for risky changes.",
+            similarity=0.9,
+            premise_subject="Feature flags",
+            hypothesis_subject="Risky changes",
+        )
+    ).verdict
+    assert verdict is Verdict.entailment

@@ -67,6 +67,7 @@ def forget_document(document_id: Annotated[UUID, Path()]) -> DocumentForgotten:
 
 
 @router.post("/uploads", summary="A presigned S3 PUT URL for a large file; ingestion starts when it lands")
+@statuses(201)
 def create_upload(body: UploadRequest) -> Response[UploadTicket]:
     ticket = container.uploads().ticket(current_principal(router).tenant_id, body)
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=ticket.model_dump(mode="json"))

@@ -90,6 +90,7 @@ def list_memories(
 
 
 @router.patch("/memories/<memory_id>", summary="Edit a memory (re-embeds, keeps the replaced version, audited)")
+@statuses(409)
 def edit_memory(memory_id: Annotated[UUID, Path()], body: MemoryPatch) -> MemoryEdited:
     principal = current_principal(router)
     return container.memories().edit(principal.tenant_id, memory_id, body, actor=principal.subject)
@@ -104,6 +105,7 @@ def forget_memory(
 
 
 @router.post("/memories/<memory_id>/restore", summary="Undo a forget or a supersession (audited)")
+@statuses(409)
 def restore_memory(memory_id: Annotated[UUID, Path()]) -> MemoryRestored:
     principal = current_principal(router)
     return container.memories().restore(principal.tenant_id, memory_id, actor=principal.subject)

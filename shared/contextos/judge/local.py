@@ -261,12 +261,17 @@ class LocalHeuristicJudge:
     def judge_pair(self, pair: JudgePair) -> Judgement:
         if pair.similarity < self.similarity_floor:
             return _neutral("statements are about different things")
-        old_subject, _, old = _prepared(pair.premise_subject, pair.premise)
+        old_subject, old_statement, old = _prepared(pair.premise_subject, pair.premise)
         new_subject, new_statement, new = _prepared(pair.hypothesis_subject, pair.hypothesis)
         same_label = bool(old_subject) and (old_subject or "").strip().lower() == (new_subject or "").strip().lower()
 
         if _different_subjects(old, new):
             return _neutral("the statements are about different subjects")
+        # One statement repeating the other's own sentences cannot deny it, whatever words the rest adds.
+        if _sentences_within(new_statement, old_statement) or _sentences_within(old_statement, new_statement):
+            return _said(
+                verdict=Verdict.entailment, confidence=0.75, reason="one statement repeats the other's sentences"
+            )
 
         only_old, only_new = old.stems - new.stems, new.stems - old.stems
         flips = _antonym_flips(only_old, only_new)
@@ -307,6 +312,16 @@ class LocalHeuristicJudge:
         if pair.similarity >= 0.85:
             return _said(verdict=Verdict.entailment, confidence=0.8, reason="the statements say the same")
         return _neutral("no clear lexical relation")
+
+
+def _sentence_set(text: str) -> set[str]:
+    return {" ".join(s.lower().split()).rstrip(".!?;: ") for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()}
+
+
+def _sentences_within(part: str, whole: str) -> bool:
+    """Every sentence of ``part`` is, word for word, a sentence of ``whole``."""
+    sentences = _sentence_set(part)
+    return bool(sentences) and sentences <= _sentence_set(whole)
 
 
 def _different_subjects(old: _Side, new: _Side) -> bool:

@@ -133,13 +133,17 @@ def test_a_statement_repeating_one_sentence_of_the_older_never_denies_it():
     from contextos.judge import JudgePair
 
     older = "We decided to use feature flags for risky changes. Feature flags let us disable a change without a deploy."
-    verdict = LocalHeuristicJudge().judge_pair(
-        JudgePair(
-            premise=f"Feature flags: {older}",
-            hypothesis="Risky changes: We decided to use feature flags for risky changes.",
-            similarity=0.9,
-            premise_subject="Feature flags",
-            hypothesis_subject="Risky changes",
+    verdict = (
+        LocalHeuristicJudge()
+        .judge_pair(
+            JudgePair(
+                premise=f"Feature flags: {older}",
+                hypothesis="Risky changes: We decided to use feature flags for risky changes.",
+                similarity=0.9,
+                premise_subject="Feature flags",
+                hypothesis_subject="Risky changes",
+            )
         )
-    ).verdict
+        .verdict
+    )
     assert verdict is Verdict.entailment

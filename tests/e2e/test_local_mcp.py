@@ -2,34 +2,22 @@
 connects with the real mcp client, saves a memory, and the API sees it."""
 
 import asyncio
-import os
 
 import httpx2
 import pytest
-from contextos import Client, container
+from contextos import Client
 from mcp.client.client import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.conftest import running_stack
 
 KEY = "ctx_local_dev_key"
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, database_url):
-    from contextos.local.stack import LocalStack
-
-    saved = dict(os.environ)
-    os.environ["CONTEXTOS_DATABASE_URL"] = database_url
-    os.environ["CONTEXTOS_DATA_DIR"] = str(tmp_path_factory.mktemp("stack-mcp"))
-    os.environ["CONTEXTOS_UPLOAD_BUCKET"] = "e2e-mcp-uploads"
-    os.environ["CONTEXTOS_COLD_BUCKET"] = "e2e-mcp-cold"
-    os.environ["CONTEXTOS_LOCAL_QUEUE_PREFIX"] = "e2e-mcp"
-    container.reset()
-    stack = LocalStack(api_port=0, poll_wait_s=0).start()
-    yield stack
-    stack.stop()
-    os.environ.clear()
-    os.environ.update(saved)
-    container.reset()
+    with running_stack(str(tmp_path_factory.mktemp("stack-mcp")), database_url, "e2e-mcp") as running:
+        yield running
 
 
 def test_an_agent_saves_over_mcp_and_the_api_reads_it(stack):

@@ -8,26 +8,13 @@ import boto3
 import pytest
 from contextos import container
 
+from tests.e2e.conftest import running_stack
+
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, database_url):
-    import os
-
-    from contextos.local.stack import LocalStack
-
-    saved = dict(os.environ)
-    os.environ["CONTEXTOS_DATABASE_URL"] = database_url
-    os.environ["CONTEXTOS_DATA_DIR"] = str(tmp_path_factory.mktemp("stack"))
-    os.environ["CONTEXTOS_UPLOAD_BUCKET"] = "e2e-uploads"
-    os.environ["CONTEXTOS_COLD_BUCKET"] = "e2e-cold"
-    os.environ["CONTEXTOS_LOCAL_QUEUE_PREFIX"] = "e2e"
-    container.reset()
-    stack = LocalStack(api_port=0, poll_wait_s=0).start()
-    yield stack
-    stack.stop()
-    os.environ.clear()
-    os.environ.update(saved)
-    container.reset()
+    with running_stack(str(tmp_path_factory.mktemp("stack")), database_url, "e2e") as running:
+        yield running
 
 
 def http(stack, method, path, body=None, key="ctx_local_dev_key"):

@@ -7,7 +7,6 @@ import os
 
 import pytest
 import schemathesis
-from contextos import container
 from contextos.api.app import app
 from contextos.api.openapi import openapi_document
 from hypothesis import HealthCheck, settings
@@ -20,6 +19,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
     unsupported_method,
 )
+
+from tests.e2e.conftest import running_stack
 
 EXAMPLES = int(os.environ.get("CONTEXTOS_SCHEMATHESIS_EXAMPLES", "25"))
 # What the document promises. Left out: positive_data_acceptance (an opaque cursor that does not
@@ -40,21 +41,8 @@ schema = schemathesis.openapi.from_dict(openapi_document(app))
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, database_url):
-    from contextos.local.stack import LocalStack
-
-    saved = dict(os.environ)
-    os.environ["CONTEXTOS_DATABASE_URL"] = database_url
-    os.environ["CONTEXTOS_DATA_DIR"] = str(tmp_path_factory.mktemp("fuzz-stack"))
-    os.environ["CONTEXTOS_UPLOAD_BUCKET"] = "fuzz-uploads"
-    os.environ["CONTEXTOS_COLD_BUCKET"] = "fuzz-cold"
-    os.environ["CONTEXTOS_LOCAL_QUEUE_PREFIX"] = "fuzz"
-    container.reset()
-    stack = LocalStack(api_port=0, poll_wait_s=0).start()
-    yield stack
-    stack.stop()
-    os.environ.clear()
-    os.environ.update(saved)
-    container.reset()
+    with running_stack(str(tmp_path_factory.mktemp("fuzz-stack")), database_url, "fuzz") as running:
+        yield running
 
 
 @schema.parametrize()

@@ -217,7 +217,14 @@ async function remindersView(): Promise<void> {
   );
 }
 
-async function route(): Promise<void> {
+// One view renders at a time: a key submit and a hash change in quick succession must not interleave.
+let rendering: Promise<void> = Promise.resolve();
+function route(): Promise<void> {
+  rendering = rendering.then(render, render);
+  return rendering;
+}
+
+async function render(): Promise<void> {
   const hash = location.hash || "#/graph";
   const [, name, arg] = hash.split("/");
   view.replaceChildren();

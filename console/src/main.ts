@@ -76,7 +76,11 @@ async function memoryView(id: string): Promise<void> {
     h("h3", {}, "Sources"),
     table(["source", "excerpt", "at"], (memory.sources ?? []).map((s: Json) => [s.filename ?? s.session_id ?? s.document_id ?? "", s.definition, s.created_at])),
     h("h3", {}, "History"),
-    h("pre", {}, JSON.stringify(history, null, 2)),
+    table(
+      ["label", "state", "valid from", "superseded by"],
+      (history.versions ?? []).map((v: Json) => [v.label, v.state, v.valid_from ?? "", v.superseded_by ?? ""]),
+      { id: "history-table" },
+    ),
     h("h3", {}, "Audit"),
     table(["#", "at", "actor", "action", "reason"], (audit.entries ?? []).map((e: Json) => [e.chain_seq, e.at, e.actor, e.action, e.reason ?? ""])),
   );

@@ -43,7 +43,7 @@ function strengthCurve(memory: Json): HTMLElement {
 
 async function memoryView(id: string): Promise<void> {
   const memory = await api<Json>("GET", `/memories/${id}`);
-  const history = await api<Json>("GET", `/memories/${id}/history`).catch(() => ({}));
+  const history = await api<Json>("GET", `/memories/${id}/history`).catch((): Json => ({}));
   const audit = await api<Json>("GET", `/audit?memory_id=${id}`).catch(() => ({ entries: [] }));
   const label = h("input", { id: "edit-label", value: memory.label }) as HTMLInputElement;
   const definition = h("textarea", { id: "edit-definition", rows: "4", cols: "70" }, memory.definition) as HTMLTextAreaElement;

@@ -55,6 +55,7 @@ def test_an_ingested_document_shows_in_the_graph_and_its_memory_page(page, stack
     show(page, "graph")
     page.wait_for_selector('#graph-canvas[data-painted="true"]')
     assert all(graph_has(page, i) for i in ids)
+    screenshot(page, "graph-with-memories")
     page.fill("#graph-search", "circuit")
     page.click("#graph-results a")
     page.wait_for_selector('#view[data-view="memory"][data-ready="true"]')

@@ -7,10 +7,12 @@ import os
 import subprocess
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
 from contextos import container
+from contextos.models import Provenance
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -45,6 +47,11 @@ def stack(tmp_path_factory, database_url):
     os.environ["CONTEXTOS_LOCAL_QUEUE_PREFIX"] = "console"
     container.reset()
     stack = LocalStack(api_port=0, poll_wait_s=0, serve_mcp=False).start()
+    # A tenant of its own, so the other suites sharing this database never see the console's memories.
+    stack.console_tenant = f"console-{uuid.uuid4().hex[:8]}"
+    stack.console_key = container.keys().create(
+        stack.console_tenant, "console-user", principal="user", provenance_ceiling=Provenance.user_turn
+    )
     yield stack
     stack.stop()
     os.environ.clear()
@@ -67,7 +74,7 @@ def page(browser, stack):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(stack.api_url + "/console/")
-    page.fill("#api-key", "ctx_local_dev_key")
+    page.fill("#api-key", stack.console_key)
     page.click("#key-form button")
     yield page
     context.close()
@@ -83,7 +90,8 @@ def show(page, view: str) -> None:
     page.wait_for_selector(f'#view[data-view="{view.split("/")[0]}"][data-ready="true"]')
 
 
-def http(stack, method, path, body=None, key="ctx_local_dev_key"):
+def http(stack, method, path, body=None, key=None):
+    key = key or stack.console_key
     request = urllib.request.Request(
         stack.api_url + path,
         method=method,

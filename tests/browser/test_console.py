@@ -12,7 +12,7 @@ from tests.browser.conftest import http, ingest, screenshot, show
 pytestmark = pytest.mark.browser
 
 BREAKER = (
-    "# Incident review\n\nThe circuit breaker opens after five failed calls. "
+    "# Console incident review\n\nThe circuit breaker opens after five failed calls. "
     "A circuit breaker protects the payment service from cascading failures.\n"
 )
 
@@ -40,8 +40,8 @@ def test_the_static_app_serves_the_build_with_content_types_and_refuses_traversa
         assert refused.value.code == 404
 
 
-def test_the_key_is_kept_for_the_session_and_each_view_loads(page):
-    assert page.evaluate("sessionStorage.getItem('contextos.apiKey')") == "ctx_local_dev_key"
+def test_the_key_is_kept_for_the_session_and_each_view_loads(page, stack):
+    assert page.evaluate("sessionStorage.getItem('contextos.apiKey')") == stack.console_key
     for view in ("graph", "review", "simulate", "health", "documents", "reminders"):
         show(page, view)
         assert page.locator("#view .error").count() == 0, page.inner_text("#view")
@@ -67,9 +67,7 @@ def test_an_ingested_document_shows_in_the_graph_and_its_memory_page(page, stack
 
 
 def test_a_held_item_is_promoted_from_the_review_queue(page, stack):
-    from contextos.local.stack import DEV_TENANT
-
-    agent_key = container.keys().create(DEV_TENANT, "console-agent")
+    agent_key = container.keys().create(stack.console_tenant, "console-agent")
     status, held = http(
         stack,
         "POST",
@@ -92,7 +90,7 @@ def test_a_held_item_is_promoted_from_the_review_queue(page, stack):
 
 
 def test_the_simulation_shows_the_dry_run_scores(page, stack):
-    ingest(stack, BREAKER.replace("Incident review", "Payments"), "payments.md")
+    ingest(stack, BREAKER.replace("Console incident review", "Payments"), "payments.md")
     query = "what protects the payment service?"
     show(page, "simulate")
     page.fill("#sim-query", query)

@@ -14,11 +14,11 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 ## The local stack: embedded PostgreSQL + pgvector, moto, the API on http://127.0.0.1:8787
-dev: install
+dev: install console
 	$(VENV)/bin/contextos dev
 
 ## The whole suite: unit, integration (real PostgreSQL + moto), e2e (local stack over HTTP), infra (CDK)
-test: install
+test: install console
 	$(PY) -m pytest
 
 test-unit: install
@@ -60,3 +60,12 @@ bench-doc-qa: install
 
 clean:
 	rm -rf $(VENV) cdk.out layers/build .pytest_cache .ruff_cache
+
+## The web console (console/dist, served by the local stack at /console)
+console/node_modules/.package-lock.json: console/package-lock.json
+	cd console && npm ci --no-audit --no-fund
+
+console: console/node_modules/.package-lock.json
+	cd console && npm run build
+
+.PHONY: console

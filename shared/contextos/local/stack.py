@@ -13,6 +13,7 @@ from contextos import container
 from contextos.config import get_settings, reset_settings
 from contextos.local.aws import LocalAws, start_local_aws
 from contextos.local.bridge import ApiBridge
+from contextos.local.console import ConsoleApp
 from contextos.local.mcp_http import mcp_app
 from contextos.local.workers import QueuePoller, Scheduler
 from contextos.models import Provenance
@@ -37,6 +38,7 @@ class LocalStack:
     bridge: ApiBridge | None = None
     serve_mcp: bool = True  # the MCP streamable HTTP app at <api_url>/mcp
     workers: list = field(default_factory=list)
+    serve_console: bool = True  # the web console's build (console/dist) at <api_url>/console
     mounts: dict = field(default_factory=dict)  # path prefix → ASGI app served beside the API (local.front)
 
     def start(self) -> LocalStack:
@@ -61,6 +63,8 @@ class LocalStack:
         )
         if self.serve_mcp:
             self.mounts.setdefault("/mcp", mcp_app())
+        if self.serve_console:
+            self.mounts.setdefault("/console", ConsoleApp())
         self.bridge = ApiBridge(port=self.api_port)
         for prefix, app in self.mounts.items():
             self.bridge.mount(prefix, app)

@@ -115,10 +115,10 @@ def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
 
 
 def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """The API function's one entry: the edge's checks, then the resolver. A method no route answers
-    on the path goes straight to the resolver, whose 404/405 says so before anything else."""
-    method = str(event.get("httpMethod") or "").upper()
-    if method not in allowed_methods(app, str(event.get("path") or "")):
+    """The API function's one entry: the edge's checks, then the resolver. A method the path's
+    routes do not answer goes straight to the resolver, whose 405 says so before anything else."""
+    allowed = allowed_methods(app, str(event.get("path") or ""))
+    if allowed and str(event.get("httpMethod") or "").upper() not in allowed:
         return app.resolve(event, context)
     try:
         event = edge.check_request(event, get_settings().edge)

@@ -320,7 +320,8 @@ class ContradictionGate:
                    WHERE m.tenant_id = %s AND m.id = s.old_id""",
                 [[n for n, _ in sup], [o for _, o in sup], tenant_id],
             )
-        edges = [(n, o, "supersedes") for n, o in sup] + [(n, o, "corroborates") for n, o in cor]
+        # Two candidates merged into one memory judge the same neighbours: one edge and one audit entry each.
+        edges = list(dict.fromkeys([(n, o, "supersedes") for n, o in sup] + [(n, o, "corroborates") for n, o in cor]))
         if edges:
             conn.execute(
                 """INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)

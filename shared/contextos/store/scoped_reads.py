@@ -24,7 +24,7 @@ from contextos.scopes import ScopeFilter
 from contextos.store.history import PoolRequest, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import scope_params, scope_predicate
-from contextos.store.text_search import BM25Params, phrases_call
+from contextos.store.text_search import BM25Params
 from pgvector import Vector
 
 SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
@@ -131,29 +131,6 @@ class ScopedReads:
             found = [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
         return found
 
-    def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
-        if not phrases:
-            return []
-        if self.store.db.dialect.name != "postgres":
-            return self._filtered(
-                tenant_id, self.store.text_search(tenant_id, phrases, k=k * TEXT_WIDENING, cap=cap), k
-            )
-        _, (texts, terms, numbers, *_) = phrases_call(phrases, k=k * TEXT_WIDENING, cap=cap)
-        # The tenant-wide phrase search, widened, and the scope filter on its rows: one statement.
-        hits = self.store.db.tenant_read(
-            tenant_id,
-            *self._hints(),
-            (
-                f"""SELECT t.phrase_no, t.id, t.rank, t.label_match
-                    FROM contextos_text_search_phrases(%(texts)s, %(terms)s, %(numbers)s, %(k)s, %(cap)s, NULL) t
-                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = t.id
-                    WHERE {self.live("m")}""",
-                self._params(tenant_id)
-                | {"texts": texts, "terms": terms, "numbers": numbers, "k": k * TEXT_WIDENING, "cap": cap},
-            ),
-        )
-        return _top_per_phrase(hits, k)
-
     def text_rank(
         self,
         tenant_id: str,
@@ -188,20 +165,6 @@ class ScopedReads:
         cold = [h for h in hits if h["id"] in keep and h.get("cold")][:k]
         return hot + cold
 
-    def _filtered(self, tenant_id: str, hits: list[dict], k: int) -> list[dict]:
-        if not hits:
-            return []
-        rows = self.store.db.tenant_read(
-            tenant_id,
-            (
-                f"""SELECT m.id FROM memories m
-                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s) AND {self.live("m")}""",
-                self._params(tenant_id) | {"ids": sorted({h["id"] for h in hits})},
-            ),
-        )
-        keep = {r["id"] for r in rows}
-        return _top_per_phrase([h for h in hits if h["id"] in keep], k)
-
     def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
         return self.store.db.tenant_read(
             tenant_id,
@@ -210,15 +173,3 @@ class ScopedReads:
                 request.params(tenant_id, query_vector) | scope_params(self.scope),
             ),
         )
-
-
-def _top_per_phrase(hits: list[dict], k: int) -> list[dict]:
-    """At most k per phrase, in the search's own order (best first within each phrase)."""
-    out: list[dict] = []
-    per_phrase: dict[int, int] = {}
-    for hit in hits:
-        n = per_phrase.get(hit["phrase_no"], 0)
-        if n < k:
-            per_phrase[hit["phrase_no"]] = n + 1
-            out.append(hit)
-    return out

@@ -43,7 +43,7 @@ layer: install
 	bash layers/build.sh
 
 ## CloudFormation from the CDK app (add CDK_ARGS="-c database=cockroach" for the other mode)
-synth: layer
+synth: layer console
 	test -d node_modules || npm ci --no-audit --no-fund
 	npx cdk synth -q $(CDK_ARGS)
 

@@ -52,6 +52,7 @@ class InfraConfig:
     functions_root: Path = REPO_ROOT / "functions"
     layer_dir: Path = REPO_ROOT / "layers" / "build"
     migrations_dir: Path = REPO_ROOT / "shared" / "contextos" / "store" / "migrations"
+    console_dir: Path = REPO_ROOT / "console" / "dist"
     cockroach_secret_name: str | None = None
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     text_model_id: str = "amazon.nova-pro-v1:0"
@@ -77,6 +78,7 @@ class InfraConfig:
             "functions_root",
             "layer_dir",
             "migrations_dir",
+            "console_dir",
             "cockroach_secret_name",
             "embedding_model_id",
             "text_model_id",
@@ -105,7 +107,7 @@ class InfraConfig:
                 raise InfraConfigError(
                     f"context 'database' must be one of: {allowed} (got {raw['database']!r})"
                 ) from exc
-        for key in ("functions_root", "layer_dir", "migrations_dir"):
+        for key in ("functions_root", "layer_dir", "migrations_dir", "console_dir"):
             if key in raw:
                 path = Path(str(raw[key]))
                 values[key] = path if path.is_absolute() else REPO_ROOT / path

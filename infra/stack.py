@@ -7,6 +7,7 @@ from constructs import Construct
 
 from infra.catalog import FUNCTIONS, UPLOAD_PREFIX
 from infra.components.api import Api
+from infra.components.console import Console
 from infra.components.database import Database, migrations_fingerprint
 from infra.components.functions import Dependencies, Functions
 from infra.components.ingestion import Ingestion
@@ -81,6 +82,14 @@ class ContextOsStack(Stack):
             burst_limit=config.api_burst_limit,
             log_retention=config.log_retention,
         )
+        console = Console(
+            self,
+            "Console",
+            dist=config.console_dir,
+            rest_api=api.rest_api,
+            access_logs=storage.access_logs,
+            log_retention=config.log_retention,
+        )
         Schedules(self, "Schedules", functions=dict(functions.by_name))
         Observability(
             self,
@@ -99,3 +108,4 @@ class ContextOsStack(Stack):
         CfnOutput(self, "UserPoolClientId", value=api.user_pool_client.user_pool_client_id)
         CfnOutput(self, "UploadBucketName", value=storage.upload.bucket_name)
         CfnOutput(self, "DatabaseSecretArn", value=database.secret.secret_arn)
+        CfnOutput(self, "ConsoleUrl", value=f"{console.url}/console/")

@@ -72,7 +72,7 @@ class Synth:
 
 @pytest.fixture(scope="session")
 def asset_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Stand-in handler folders for every catalog function and an empty-but-valid layer."""
+    """Stand-in handler folders for every catalog function, an empty-but-valid layer and a console build."""
     root = tmp_path_factory.mktemp("assets")
     for spec in FUNCTIONS:
         folder = root / "functions" / spec.name
@@ -83,6 +83,10 @@ def asset_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
     (root / "layer" / "python" / "contextos").mkdir(parents=True)
     (root / "layer" / "python" / "contextos" / "__init__.py").write_text("", encoding="utf-8")
+    # A console build's shape: index.html beside hashed assets (what `make console` writes).
+    (root / "console" / "assets").mkdir(parents=True)
+    (root / "console" / "index.html").write_text("<!doctype html><title>console</title>", encoding="utf-8")
+    (root / "console" / "assets" / "index-stand.js").write_text("export {};", encoding="utf-8")
     return root
 
 
@@ -92,6 +96,7 @@ def synthesize(asset_tree: Path, outdir: Path, **context: Any) -> Synth:
         {
             "functions_root": str(asset_tree / "functions"),
             "layer_dir": str(asset_tree / "layer"),
+            "console_dir": str(asset_tree / "console"),
             **context,
         },
         outdir=str(outdir),

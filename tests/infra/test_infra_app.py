@@ -70,7 +70,12 @@ def test_the_real_functions_tree_matches_the_catalog_and_synthesizes_in_both_mod
         }, f"functions/{name}/handler.py defines no lambda_handler"
     for mode in ("aurora", "cockroach"):
         app, _ = build_app(
-            {"functions_root": str(functions_root), "layer_dir": str(asset_tree / "layer"), "database": mode},
+            {
+                "functions_root": str(functions_root),
+                "layer_dir": str(asset_tree / "layer"),
+                "console_dir": str(asset_tree / "console"),
+                "database": mode,
+            },
             outdir=str(tmp_path / mode),
         )
         app.synth()

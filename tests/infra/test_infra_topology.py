@@ -22,7 +22,8 @@ def test_every_catalog_function_is_deployed_with_its_handler(synth: Synth) -> No
 
 
 def test_every_function_runs_python312_on_arm64_with_tracing_json_logs_and_the_domain_layer(synth: Synth) -> None:
-    (layer_id,) = synth.resources("AWS::Lambda::LayerVersion")
+    # The domain layer; the console's BucketDeployments bring aws-cdk-lib's AWS CLI layer as well.
+    (layer_id,) = (k for k in synth.resources("AWS::Lambda::LayerVersion") if k.startswith("Functions"))
     for name, (_, props) in synth.functions().items():
         assert props["Runtime"] == "python3.12", name
         assert props["Architectures"] == ["arm64"], name
@@ -168,7 +169,7 @@ def test_schedules_run_lifecycle_every_4_hours_sweeper_every_5_minutes_and_gover
 
 def test_buckets_are_encrypted_private_and_access_logged(synth: Synth) -> None:
     buckets = synth.resources("AWS::S3::Bucket")
-    assert len(buckets) == 4
+    assert len(buckets) == 6  # four for data, the console's assets and its edge logs
     for logical_id, bucket in buckets.items():
         props = bucket["Properties"]
         assert props["PublicAccessBlockConfiguration"] == {
@@ -181,6 +182,9 @@ def test_buckets_are_encrypted_private_and_access_logged(synth: Synth) -> None:
         algorithm = rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"]
         if "AccessLogs" in logical_id:
             assert algorithm == "AES256"  # log delivery cannot write SSE-KMS objects
+        elif logical_id.startswith("Console"):
+            assert algorithm == "AES256"  # web assets read through OAC, and CloudFront's logs
+            assert props["LoggingConfiguration"]["DestinationBucketName"]["Ref"].startswith("StorageAccessLogs")
         else:
             assert algorithm == "aws:kms", logical_id
             assert "KMSMasterKeyID" in rule["ServerSideEncryptionByDefault"], logical_id
@@ -189,7 +193,7 @@ def test_buckets_are_encrypted_private_and_access_logged(synth: Synth) -> None:
 
 def test_every_bucket_denies_requests_without_tls(synth: Synth) -> None:
     policies = synth.resources("AWS::S3::BucketPolicy")
-    assert len(policies) == 4
+    assert len(policies) == 6
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
         assert any(

@@ -1,5 +1,5 @@
 """The management verbs of ``contextos`` (S11): ``search``, ``memories list|show|edit|forget|restore``,
-``keys list|revoke``, ``mcp``, ``reembed`` and ``bench``. The API verbs go through the SDK, to a
+``sessions list``, ``keys list|revoke``, ``mcp``, ``reembed`` and ``bench``. The API verbs go through the SDK, to a
 running ``contextos dev``, an in-process stack, or ``--api-url``."""
 
 from __future__ import annotations
@@ -75,6 +75,19 @@ def memories_list(client: Any, args: argparse.Namespace) -> None:
     filters |= _scope(args)
     for shown, m in enumerate(client.iter_memories(**filters), start=1):
         print(f"{m.id}  [{m.type}/{m.band}/{m.state}] {m.label}: {m.definition[:100]}")
+        if shown >= args.limit:
+            break
+
+
+def sessions_list(client: Any, args: argparse.Namespace) -> None:
+    filters = {"status": args.status} if args.status else {}
+    for shown, s in enumerate(client.iter_sessions(**filters), start=1):
+        c = s.counts
+        print(
+            f"{s.id}  [{s.status}] {s.message_count} messages, {s.flushed_through} flushed; "
+            f"flushes {c.flushes_done}/{c.flushes} done, {c.flushes_failed} failed; "
+            f"{c.memories_created} memories created, {c.held_for_review} held"
+        )
         if shown >= args.limit:
             break
 
@@ -217,6 +230,14 @@ def register(sub: Any, api_flags: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("id")
     api_flags(p)
     p.set_defaults(func=_api_verb(memories_restore))
+
+    sessions = sub.add_parser("sessions", help="list conversation sessions")
+    ssub = sessions.add_subparsers(dest="sessions_command", required=True)
+    p = ssub.add_parser("list", help="newest first, with status and counts")
+    p.add_argument("--status", choices=["open", "ended"])
+    p.add_argument("--limit", type=int, default=50)
+    api_flags(p)
+    p.set_defaults(func=_api_verb(sessions_list))
 
     p = sub.add_parser("mcp", help="the MCP server: stdio (default) or --http PORT")
     p.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP at http://HOST:PORT/mcp")

@@ -118,6 +118,44 @@ class SessionView(BaseModel):
     flushes: list[FlushView] = Field(default_factory=list)
 
 
+class SessionListQuery(BaseModel):
+    """``GET /v1/sessions``: newest first, optionally one status, a page at a time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["open", "ended"] | None = None
+    limit: int = Field(default=50, ge=1, le=500)
+    cursor: str | None = Field(default=None, max_length=500)
+
+
+class SessionCounts(BaseModel):
+    """What a session's flushes have done so far (summed over its ranges)."""
+
+    flushes: int = 0
+    flushes_pending: int = 0  # claimed, queued or being distilled
+    flushes_done: int = 0
+    flushes_failed: int = 0
+    memories_created: int = 0
+    memories_merged: int = 0
+    held_for_review: int = 0
+
+
+class SessionListItem(BaseModel):
+    id: str
+    status: Literal["open", "ended"]
+    message_count: int
+    flushed_through: int
+    last_message_at: datetime | None
+    ended_at: datetime | None
+    created_at: datetime
+    counts: SessionCounts
+
+
+class SessionPage(BaseModel):
+    sessions: list[SessionListItem]
+    next_cursor: str | None = None
+
+
 class FlushJob(BaseModel):
     """The conversation queue's message: one claimed range of one session."""
 

@@ -25,7 +25,7 @@ from uuid import UUID
 import httpx
 from pydantic import BaseModel
 
-from contextos.conversations import MessageAppended, SessionView
+from contextos.conversations import MessageAppended, SessionListItem, SessionPage, SessionView
 from contextos.governance_models import AuditPage, MemoryAdmission, MemoryHistory, ReviewOutcome, ReviewPage
 from contextos.management_models import (
     DocumentForgotten,
@@ -271,6 +271,13 @@ class Client:
     def end_session(self, session_id: str) -> SessionView:
         return self._get(SessionView, "POST", f"/v1/sessions/{session_id}/end")
 
+    def list_sessions(self, *, status: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
+        params = _clean({"status": status, "cursor": cursor, "limit": limit})
+        return self._get(SessionPage, "GET", "/v1/sessions", params=params)
+
+    def iter_sessions(self, **filters: Any) -> Iterator[SessionListItem]:
+        return self._pages(lambda c: self.list_sessions(cursor=c, **filters), "sessions")
+
     # -- governance --------------------------------------------------------------------------
     def review(self, *, status: str = "pending", cursor: str | None = None) -> ReviewPage:
         return self._get(ReviewPage, "GET", "/v1/review", params=_clean({"status": status, "cursor": cursor}))
@@ -353,7 +360,7 @@ class AsyncClient:
             raise AttributeError(name)
         if name.startswith("iter_"):
             lister = "list_" + name.removeprefix("iter_")
-            items = "memories" if lister == "list_memories" else "documents"
+            items = lister.removeprefix("list_")  # the page's field is named like the lister
             return lambda **filters: self._iterate(lister, items, filters)
 
         async def call(*args: Any, **kwargs: Any) -> Any:

@@ -79,3 +79,20 @@ def test_bench_runs_a_named_benchmark_and_refuses_an_unknown_one(capsys):
     assert "available:" in capsys.readouterr().err
     assert main(["bench", "retrieval_scoped", "--help"]) == 0
     assert "--large" in capsys.readouterr().out
+
+
+def test_sessions_list_shows_status_and_counts(stack, capsys):  # noqa: F811
+    from contextos import Client
+
+    api = ["--api-url", stack.api_url, "--api-key", KEY]
+    with Client(stack.api_url, api_key=KEY) as ctx:
+        ctx.append_message("cli-listed", "user", "The CLI lists sessions.")
+        ctx.append_message("cli-listed", "assistant", "It shows counts too.")
+        ctx.end_session("cli-listed")
+    code, out = run(capsys, "sessions", "list", "--status", "ended", *api)
+    (line,) = [line for line in out.splitlines() if line.startswith("cli-listed ")]
+    assert code == 0 and "[ended] 2 messages, 2 flushed" in line and "/1 done" in line
+    code, out = run(capsys, "sessions", "list", "--status", "open", *api)
+    assert code == 0 and "cli-listed " not in out
+    code, out = run(capsys, "sessions", "list", "--limit", "1", *api)
+    assert code == 0 and len(out.strip().splitlines()) == 1

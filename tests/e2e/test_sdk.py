@@ -113,3 +113,24 @@ def test_the_async_client_speaks_the_same_api(stack):  # noqa: F811
             assert error.value.code == "not_found"
 
     asyncio.run(run())
+
+
+def test_sessions_are_listed_and_iterated_page_by_page_sync_and_async(ctx, stack):  # noqa: F811
+    names = [f"sdk-list-{i}" for i in range(3)]
+    for name in names:
+        ctx.append_message(name, "user", f"A turn of {name}.")
+    ctx.end_session(names[0])
+    page = ctx.list_sessions(limit=1)
+    assert len(page.sessions) == 1 and page.next_cursor
+    listed = [s.id for s in ctx.iter_sessions(limit=1)]  # one session per page, through the cursor
+    assert set(names) <= set(listed) and len(listed) == len(set(listed))
+    ended = {s.id: s for s in ctx.iter_sessions(status="ended")}
+    assert names[0] in ended and names[1] not in ended
+    assert ended[names[0]].counts.flushes == 1 and ended[names[0]].message_count == 1
+
+    async def run() -> list[str]:
+        async with AsyncClient(stack.api_url, api_key=KEY) as actx:
+            return [s.id async for s in actx.iter_sessions(status="open", limit=1)]
+
+    opened = asyncio.run(run())
+    assert set(names[1:]) <= set(opened) and names[0] not in opened

@@ -1,18 +1,25 @@
-"""/v1/sessions: buffer a conversation's turns, read its state, end it (S8). Chat time only reads
+"""/v1/sessions: buffer a conversation's turns, list and read sessions, end one (S8). Chat time only reads
 and buffers: extraction happens later, in the conversation function."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
 from contextos.api.auth import current_principal
 from contextos.api.openapi import statuses
-from contextos.conversations import SESSION_ID_PATTERN, MessageAppended, MessageCreate, SessionView
+from contextos.conversations import (
+    SESSION_ID_PATTERN,
+    MessageAppended,
+    MessageCreate,
+    SessionListQuery,
+    SessionPage,
+    SessionView,
+)
 
 router = Router()
 SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN)]
@@ -34,3 +41,13 @@ def get_session(session_id: SessionId) -> SessionView:
 @router.post("/sessions/<session_id>/end", summary="End a session and flush its unflushed turns into memory")
 def end_session(session_id: SessionId) -> SessionView:
     return container.conversations().end(current_principal(router).tenant_id, session_id)
+
+
+@router.get("/sessions", summary="List sessions, newest first, with status and counts (status filter, cursor)")
+def list_sessions(
+    status: Annotated[Literal["open", "ended"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=500)] = None,
+) -> SessionPage:
+    query = SessionListQuery(status=status, limit=limit, cursor=cursor)
+    return container.conversations().list(current_principal(router).tenant_id, query)

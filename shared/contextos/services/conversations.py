@@ -21,6 +21,10 @@ from contextos.conversations import (
     FlushView,
     MessageAppended,
     MessageCreate,
+    SessionCounts,
+    SessionListItem,
+    SessionListQuery,
+    SessionPage,
     SessionView,
     Turn,
     TurnConcept,
@@ -102,6 +106,18 @@ class ConversationService:
     def get(self, tenant_id: str, session_id: str) -> SessionView:
         check_session_id(session_id, self.settings.conversation.max_session_id_chars)
         return SessionView.model_validate(self.store.get_session(tenant_id, session_id))
+
+    def list(self, tenant_id: str, query: SessionListQuery) -> SessionPage:
+        """The tenant's sessions, newest first, with status and what their flushes produced."""
+        rows, cursor = self.store.list_sessions(tenant_id, status=query.status, limit=query.limit, cursor=query.cursor)
+        counted = set(SessionCounts.model_fields)
+        sessions = [
+            SessionListItem.model_validate(
+                {k: v for k, v in row.items() if k not in counted} | {"counts": {k: row[k] for k in counted}}
+            )
+            for row in rows
+        ]
+        return SessionPage(sessions=sessions, next_cursor=cursor)
 
     def end(self, tenant_id: str, session_id: str) -> SessionView:
         """End the session and flush what is unflushed. Ending twice changes nothing."""

@@ -9,10 +9,12 @@ others find nothing left to claim.
 
 from __future__ import annotations
 
-from datetime import timedelta
+import base64
+import json
+from datetime import datetime, timedelta
 from typing import Any
 
-from contextos.errors import NotFound, SessionEnded
+from contextos.errors import BadRequest, NotFound, SessionEnded
 from contextos.store.db import Database
 from psycopg.types.json import Jsonb
 
@@ -230,3 +232,71 @@ class ConversationStore:
                 [tenant_id, session_id],
             ).fetchall()
         return session | {"flushes": flushes}
+
+    def list_sessions(
+        self, tenant_id: str, *, status: str | None, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of the tenant's sessions, newest first, each with its flushes' summed counts.
+
+        Keyset pagination on (created_at, id), which never changes for a session; ordering by
+        the last message would let an active session jump between pages.
+        """
+        where = ["s.tenant_id = %(tenant)s"]
+        params: dict[str, Any] = {"tenant": tenant_id, "limit": limit + 1}
+        if status is not None:
+            where.append("s.status = %(status)s")
+            params["status"] = status
+        after = _decode_cursor(cursor)
+        if after is not None:
+            where.append("(s.created_at, s.id) < (%(after_at)s, %(after_id)s)")
+            params |= {"after_at": after[0], "after_id": after[1]}
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT s.id, s.status, s.message_count, s.flushed_through, s.last_message_at, s.ended_at,
+                           s.created_at,
+                           COALESCE(f.flushes, 0) AS flushes,
+                           COALESCE(f.flushes_pending, 0) AS flushes_pending,
+                           COALESCE(f.flushes_done, 0) AS flushes_done,
+                           COALESCE(f.flushes_failed, 0) AS flushes_failed,
+                           COALESCE(f.memories_created, 0) AS memories_created,
+                           COALESCE(f.memories_merged, 0) AS memories_merged,
+                           COALESCE(f.held_for_review, 0) AS held_for_review
+                    FROM sessions s
+                    LEFT JOIN LATERAL (
+                        SELECT count(*) AS flushes,
+                               count(*) FILTER (WHERE status IN ('pending', 'queued', 'processing'))
+                                   AS flushes_pending,
+                               count(*) FILTER (WHERE status = 'done') AS flushes_done,
+                               count(*) FILTER (WHERE status = 'failed') AS flushes_failed,
+                               sum((counts->>'memories_created')::int) AS memories_created,
+                               sum((counts->>'memories_merged')::int) AS memories_merged,
+                               sum((counts->>'held_for_review')::int) AS held_for_review
+                        FROM conversation_flushes
+                        WHERE tenant_id = s.tenant_id AND session_id = s.id
+                    ) f ON true
+                    WHERE {" AND ".join(where)}
+                    ORDER BY s.created_at DESC, s.id DESC
+                    LIMIT %(limit)s""",
+                params,
+            ),
+        )
+        page = rows[:limit]
+        more = len(rows) > limit and page
+        return page, _encode_cursor(page[-1]["created_at"], page[-1]["id"]) if more else None
+
+
+def _encode_cursor(at: datetime, session_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([at.isoformat(), session_id]).encode()).decode()
+
+
+def _decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
+    if not cursor:
+        return None
+    try:
+        at, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if not isinstance(session_id, str):
+            raise TypeError("a session id is text")
+        return datetime.fromisoformat(at), session_id
+    except (ValueError, TypeError, json.JSONDecodeError) as exc:
+        raise BadRequest("the cursor is not one this API gave") from exc

@@ -3,6 +3,12 @@ import Sigma from "sigma";
 import { api } from "./api";
 import { h } from "./dom";
 
+function swatch(colour: string): HTMLElement {
+  const el = h("span", { class: "swatch" });
+  el.style.background = colour; // CSSOM: the deployed CSP allows no style attributes
+  return el;
+}
+
 interface GraphNode {
   id: string;
   label: string;
@@ -80,7 +86,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     status,
     results,
     canvas,
-    h("p", { class: "legend" }, ...Object.entries(BAND_COLOURS).map(([band, colour]) => h("span", {}, h("span", { class: "swatch", style: `background:${colour}` }), band))),
+    h("p", { class: "legend" }, ...Object.entries(BAND_COLOURS).map(([band, colour]) => h("span", {}, swatch(colour), band))),
   );
   const page = await api<GraphPage>("GET", "/graph?limit=1000");
   const graph = new Graph({ multi: true, type: "directed" });

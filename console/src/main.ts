@@ -191,24 +191,82 @@ async function documentsView(): Promise<void> {
       return [d.filename ?? d.id, d.status, d.error ?? "", detail.counts?.memories_created ?? "", detail.counts?.held_for_review ?? "", d.created_at];
     }),
   );
-  const sessionId = h("input", { id: "session-id" }) as HTMLInputElement;
-  const sessionOut = h("pre", { id: "session-out" });
-  const form = h("form", {}, h("label", { for: "session-id" }, "Session id "), sessionId, " ", h("button", { type: "submit" }, "Show session"));
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      sessionOut.textContent = JSON.stringify(await api("GET", `/sessions/${encodeURIComponent(sessionId.value)}`), null, 2);
-    } catch (error) {
-      sessionOut.textContent = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
-    }
-  });
   view.append(
     h("h2", {}, "Documents"),
     table(["document", "status", "error", "memories created", "held", "created"], rows, { id: "documents-table" }),
-    h("h2", {}, "Sessions"),
-    form,
-    sessionOut,
   );
+}
+
+function sessionDetail(session: Json): HTMLElement {
+  return h(
+    "section",
+    { id: "session-detail", "aria-label": `Session ${session.id}` },
+    h("h3", {}, `Session ${session.id}`),
+    h("p", {}, `${session.status} · ${session.message_count} messages · flushed through ${session.flushed_through}`),
+    table(
+      ["messages", "trigger", "status", "memories created", "held", "error"],
+      session.flushes.map((f: Json) => [`${f.message_from}–${f.message_to}`, f.trigger, f.status, f.counts?.memories_created ?? "", f.counts?.held_for_review ?? "", f.error ?? ""]),
+      { id: "session-flushes" },
+    ),
+  );
+}
+
+async function sessionsView(selected?: string): Promise<void> {
+  const params = new URLSearchParams(location.hash.split("?")[1] ?? "");
+  const status = h("select", { id: "session-status" },
+    ...["", "open", "ended"].map((value) => h("option", { value }, value || "any")),
+  ) as HTMLSelectElement;
+  status.value = params.get("status") ?? "";
+  status.addEventListener("change", () => navigate(`#/sessions${status.value ? `?status=${status.value}` : ""}`));
+  const body = h("tbody");
+  const more = h("p");
+  const detail = h("div", { id: "session-out", role: "region", "aria-label": "Selected session" });
+  const show = async (id: string) => {
+    detail.replaceChildren();
+    try {
+      detail.append(sessionDetail(await api<Json>("GET", `/sessions/${encodeURIComponent(id)}`)));
+    } catch (error) {
+      detail.append(h("p", { class: "error", role: "alert" }, error instanceof ApiError ? `${error.code}: ${error.message}` : String(error)));
+    }
+  };
+  const load = async (cursor?: string) => {
+    const query = new URLSearchParams({ limit: "50" });
+    if (status.value) query.set("status", status.value);
+    if (cursor) query.set("cursor", cursor);
+    const page = await api<Json>("GET", `/sessions?${query}`);
+    for (const s of page.sessions) {
+      const c = s.counts;
+      body.append(
+        h("tr", { "data-id": s.id },
+          ...[
+            button(s.id, () => show(s.id), { class: "session-link", "aria-label": `Show session ${s.id}` }),
+            s.status, s.message_count, s.flushed_through, `${c.flushes_done} / ${c.flushes}`, c.flushes_pending, c.flushes_failed,
+            c.memories_created, c.held_for_review, s.last_message_at ?? "",
+          ].map((cell) => h("td", {}, cell)),
+        ),
+      );
+    }
+    more.replaceChildren();
+    if (page.next_cursor) more.append(button("More sessions", () => load(page.next_cursor), { id: "sessions-more" }));
+  };
+  const sessionId = h("input", { id: "session-id" }) as HTMLInputElement;
+  const form = h("form", {}, h("label", { for: "session-id" }, "Session id "), sessionId, " ", h("button", { type: "submit" }, "Show session"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    show(sessionId.value);
+  });
+  const headers = ["session", "status", "messages", "flushed", "flushes done", "pending", "failed", "memories created", "held", "last message"];
+  view.append(
+    h("h2", {}, "Sessions"),
+    h("label", { for: "session-status" }, "Status "), status,
+    h("table", { id: "sessions-table" }, h("thead", {}, h("tr", {}, ...headers.map((name) => h("th", { scope: "col" }, name)))), body),
+    more,
+    form,
+    detail,
+  );
+  await load();
+  if (!body.children.length) body.append(h("tr", {}, h("td", { colspan: String(headers.length) }, "No sessions yet.")));
+  if (selected) await show(selected);
 }
 
 async function remindersView(): Promise<void> {
@@ -230,7 +288,7 @@ function route(): Promise<void> {
 
 async function render(): Promise<void> {
   const hash = location.hash || "#/graph";
-  const [, name, arg] = hash.split("/");
+  const [, name, arg] = hash.split("?")[0].split("/");
   view.replaceChildren();
   for (const link of document.querySelectorAll("nav a")) {
     if (link.getAttribute("href") === `#/${name}`) link.setAttribute("aria-current", "page");
@@ -248,6 +306,7 @@ async function render(): Promise<void> {
     else if (name === "simulate") await simulateView();
     else if (name === "health") await healthView();
     else if (name === "documents") await documentsView();
+    else if (name === "sessions") await sessionsView(arg ? decodeURIComponent(arg) : undefined);
     else if (name === "reminders") await remindersView();
     else await graphView(view, navigate);
   } catch (error) {

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 import urllib.request
 
 import pytest
 from contextos import container
 
+from infra.components.console import CONTENT_SECURITY_POLICY
 from tests.browser.conftest import http, ingest, screenshot, show
 
 pytestmark = pytest.mark.browser
@@ -42,7 +44,7 @@ def test_the_static_app_serves_the_build_with_content_types_and_refuses_traversa
 
 def test_the_key_is_kept_for_the_session_and_each_view_loads(page, stack):
     assert page.evaluate("sessionStorage.getItem('contextos.apiKey')") == stack.console_key
-    for view in ("graph", "review", "simulate", "health", "documents", "reminders"):
+    for view in ("graph", "review", "simulate", "health", "documents", "sessions", "reminders"):
         show(page, view)
         assert page.locator("#view .error").count() == 0, page.inner_text("#view")
         screenshot(page, view)
@@ -120,3 +122,130 @@ def test_a_forgotten_memory_leaves_the_graph(page, stack):
     assert not graph_has(page, memory_id)
     status, _ = http(stack, "GET", f"/v1/memories/{memory_id}")
     assert status == 404
+
+
+def wait_flushed(stack, session_id: str) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _, session = http(stack, "GET", f"/v1/sessions/{session_id}")
+        if session["flushes"] and all(f["status"] in ("done", "failed") for f in session["flushes"]):
+            return session
+        time.sleep(0.2)
+    raise AssertionError("the session's flush was not processed in time")
+
+
+def test_the_sessions_view_lists_the_sessions_with_status_and_counts(page, stack):
+    turns = [
+        ("user", "For the console demo I prefer tabs over spaces in every Go file."),
+        ("assistant", "Noted: tabs in Go files, as gofmt writes them."),
+    ]
+    for role, content in turns:
+        assert http(stack, "POST", "/v1/sessions/console-ended/messages", {"role": role, "content": content})[0] == 201
+    hello = {"role": "user", "content": "Hello there."}
+    assert http(stack, "POST", "/v1/sessions/console-open/messages", hello)[0] == 201
+    http(stack, "POST", "/v1/sessions/console-ended/end")
+    wait_flushed(stack, "console-ended")
+    _, listed = http(stack, "GET", "/v1/sessions")
+    by_id = {s["id"]: s for s in listed["sessions"]}
+
+    show(page, "sessions")
+    rows = page.locator("#sessions-table tbody tr")
+    shown = {row.get_attribute("data-id"): row.locator("td").all_inner_texts() for row in rows.all()}
+    assert [r.get_attribute("data-id") for r in rows.all()] == [s["id"] for s in listed["sessions"]]  # newest first
+    for session_id in ("console-ended", "console-open"):
+        s, c = by_id[session_id], by_id[session_id]["counts"]
+        assert shown[session_id][:9] == [
+            session_id,
+            s["status"],
+            str(s["message_count"]),
+            str(s["flushed_through"]),
+            f"{c['flushes_done']} / {c['flushes']}",
+            str(c["flushes_pending"]),
+            str(c["flushes_failed"]),
+            str(c["memories_created"]),
+            str(c["held_for_review"]),
+        ]
+    assert shown["console-ended"][1] == "ended" and shown["console-open"][1] == "open"
+    assert int(shown["console-ended"][7]) >= 1  # the flush taught something
+    screenshot(page, "sessions")
+
+    page.click('#sessions-table button[aria-label="Show session console-ended"]')
+    page.wait_for_selector("#session-detail")
+    assert "ended · 2 messages" in page.inner_text("#session-detail")
+    assert page.locator("#session-flushes tbody tr").all_inner_texts()[0].split("\t")[:3] == ["1–2", "end", "done"]
+
+    page.select_option("#session-status", "open")
+    page.wait_for_selector('#view[data-view="sessions"][data-ready="true"] #session-status')
+    page.wait_for_function("() => document.querySelector('#session-status').value === 'open'")
+    ids = page.locator("#sessions-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+    assert "console-open" in ids and "console-ended" not in ids
+
+
+def test_the_sessions_view_pages_with_more(page, stack):
+    for i in range(52):  # one more page than the view's 50
+        http(stack, "POST", f"/v1/sessions/console-many-{i:02d}/messages", {"role": "user", "content": f"Turn {i}."})
+    _, everything = http(stack, "GET", "/v1/sessions?limit=500")
+    show(page, "sessions")
+    assert page.locator("#sessions-table tbody tr").count() == 50
+    page.click("#sessions-more")
+    expected = min(len(everything["sessions"]), 100)
+    page.wait_for_function(f"() => document.querySelectorAll('#sessions-table tbody tr').length === {expected}")
+    ids = page.locator("#sessions-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+    assert ids == [s["id"] for s in everything["sessions"]][:expected]
+
+
+def test_the_console_takes_the_api_base_url_from_config_json(browser, stack):
+    """As deployed: the console reads config.json beside index.html and calls the API it names.
+    Here the named base is this origin under a prefix that only the route below serves."""
+    context = browser.new_context()
+    proxied: list[str] = []
+
+    def through(route):
+        proxied.append(route.request.url)
+        route.fulfill(response=route.fetch(url=route.request.url.replace("/via-config", "", 1)))
+
+    context.route("**/console/config.json", lambda r: r.fulfill(json={"apiBaseUrl": stack.api_url + "/via-config/"}))
+    context.route("**/via-config/v1/**", through)
+    page = context.new_page()
+    page.goto(stack.api_url + "/console/")
+    page.fill("#api-key", stack.console_key)
+    page.click("#key-form button")
+    show(page, "sessions")
+    assert page.locator("#view .error").count() == 0, page.inner_text("#view")
+    assert any(url.startswith(stack.api_url + "/via-config/v1/sessions") for url in proxied), proxied
+    context.close()
+
+
+def test_every_view_runs_under_the_distributions_security_headers(browser, stack):
+    """The CSP CloudFront sends (no inline styles or scripts) breaks nothing the console does."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+
+    def with_headers(route):
+        response = route.fetch()
+        headers = response.headers | {"content-security-policy": CONTENT_SECURITY_POLICY, "x-frame-options": "DENY"}
+        route.fulfill(response=response, headers=headers)
+
+    context.route("**/console/**", with_headers)
+    context.add_init_script(
+        "window.cspViolations = [];"
+        "document.addEventListener('securitypolicyviolation', e => window.cspViolations.push(e.violatedDirective));"
+    )
+    page = context.new_page()
+    page.goto(stack.api_url + "/console/")
+    page.fill("#api-key", stack.console_key)
+    page.click("#key-form button")
+    ingest(stack, "# CSP notes\n\nA content security policy limits where a page loads scripts from.\n", "csp.md")
+    for view in ("graph", "review", "simulate", "health", "documents", "sessions", "reminders"):
+        show(page, view)
+        assert page.locator("#view .error").count() == 0, page.inner_text("#view")
+        if view == "graph":
+            page.wait_for_selector('#graph-canvas[data-painted="true"]')  # WebGL under the policy
+    show(page, "health")
+    assert page.locator(".bar").count() > 0  # bars are sized through the CSSOM
+    assert page.locator(".bar").first.evaluate("e => e.getBoundingClientRect().width") >= 0
+    assert page.evaluate("window.cspViolations") == []
+    # The policy is really in force: an inline style attribute is refused and reported.
+    page.evaluate("document.body.insertAdjacentHTML('beforeend', '<b id=probe style=\"color: rgb(255, 0, 0)\">x</b>')")
+    assert page.evaluate("getComputedStyle(document.getElementById('probe')).color") != "rgb(255, 0, 0)"
+    page.wait_for_function("() => window.cspViolations.includes('style-src-attr')")
+    context.close()

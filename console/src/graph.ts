@@ -2,6 +2,7 @@ import Graph from "graphology";
 import Sigma from "sigma";
 import { api } from "./api";
 import { h } from "./dom";
+import { attachKeyboard } from "./keyboard";
 
 function swatch(colour: string): HTMLElement {
   const el = h("span", { class: "swatch" });
@@ -75,7 +76,15 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   const search = h("input", { id: "graph-search", type: "search", placeholder: "label contains…" }) as HTMLInputElement;
   const results = h("ul", { id: "graph-results", "aria-label": "Matching memories" });
   const status = h("p", { id: "graph-status", role: "status" }, "loading…");
-  const canvas = h("div", { id: "graph-canvas", role: "img", "aria-label": "Memory graph" });
+  const canvas = h("div", {
+    id: "graph-canvas",
+    tabindex: "0",
+    role: "application",
+    "aria-label": "Memory graph",
+    "aria-describedby": "graph-keys",
+  });
+  const focusStatus = h("p", { id: "graph-focus", role: "status", "aria-live": "polite" });
+  const keys = h("p", { id: "graph-keys", class: "hint" }, "Keyboard: focus the graph, then arrow keys move between memories, Enter opens one, + and − zoom, Escape lets go.");
   view.append(
     h("h2", {}, "Memory graph"),
     h("label", { for: "colour-by" }, "Colour by "),
@@ -85,7 +94,9 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     search,
     status,
     results,
+    keys,
     canvas,
+    focusStatus,
     h("p", { class: "legend" }, ...Object.entries(BAND_COLOURS).map(([band, colour]) => h("span", {}, swatch(colour), band))),
   );
   const page = await api<GraphPage>("GET", "/graph?limit=1000");
@@ -122,6 +133,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   );
   renderer.refresh();
   renderer.on("clickNode", ({ node }) => navigate(`#/memory/${node}`));
+  attachKeyboard(canvas, renderer, graph, (text) => (focusStatus.textContent = text), (id) => navigate(`#/memory/${id}`));
   status.textContent = `${graph.order} memories, ${graph.size} edges${page.truncated ? " (truncated)" : ""}`;
   colourBy.addEventListener("change", () => {
     const byId = new Map(page.nodes.map((n) => [n.id, n]));

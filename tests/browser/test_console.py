@@ -249,3 +249,120 @@ def test_every_view_runs_under_the_distributions_security_headers(browser, stack
     assert page.evaluate("getComputedStyle(document.getElementById('probe')).color") != "rgb(255, 0, 0)"
     page.wait_for_function("() => window.cspViolations.includes('style-src-attr')")
     context.close()
+
+
+def test_the_graph_is_operable_from_the_keyboard(page, stack):
+    document_id = ingest(
+        stack,
+        "# Keyboard notes\n\nA screen reader announces the focused memory. Arrow keys move the focus "
+        "between memories, and the Enter key opens the focused memory.\n",
+        "keyboard.md",
+    )
+    assert memories_of(stack, document_id)
+    show(page, "graph")
+    page.wait_for_selector('#graph-canvas[data-painted="true"]')
+    page.focus("#colour-by")
+    for _ in range(10):  # Tab from the controls until the canvas holds the focus
+        if page.evaluate("document.activeElement.id") == "graph-canvas":
+            break
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "graph-canvas"
+    visited = []
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown", "ArrowLeft", "ArrowUp", "ArrowLeft"):
+        page.keyboard.press(key)
+        focused = page.get_attribute("#graph-canvas", "data-focused")
+        assert focused and graph_has(page, focused)
+        label = page.evaluate("id => window.contextosGraph.getNodeAttribute(id, 'label')", focused)
+        assert label in page.inner_text("#graph-focus")
+        visited.append(focused)
+    assert len(set(visited)) >= 2  # the arrows moved between memories
+    page.keyboard.press("Enter")
+    page.wait_for_selector('#view[data-view="memory"][data-ready="true"]')
+    assert page.evaluate("location.hash") == f"#/memory/{visited[-1]}"
+
+
+# Relative luminance and contrast ratio as WCAG 2.2 defines them.
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    def channel(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+# Each element with its own text: its colour, the first opaque background behind it, its size.
+TEXT_COLOURS = """() => {
+  const rgb = (s) => (s.match(/[\\d.]+/g) || []).map(Number);
+  const behind = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const out = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    const box = el.getBoundingClientRect();
+    if (!own || !box.width || !box.height) continue;
+    const style = getComputedStyle(el);
+    out.push({
+      text: el.textContent.trim().slice(0, 30),
+      color: rgb(style.color).slice(0, 3),
+      background: behind(el),
+      size: parseFloat(style.fontSize),
+      bold: Number(style.fontWeight) >= 700,
+    });
+  }
+  return out;
+}"""
+
+
+def test_every_views_text_meets_wcag_aa_contrast(page, stack):
+    """Measured on the rendered page: 4.5:1 for text, 3:1 for large text (24 px, or 18.66 px bold)."""
+    http(stack, "POST", "/v1/sessions/console-contrast/messages", {"role": "user", "content": "Contrast check."})
+    worst: list[tuple[float, str, str]] = []
+    measured = 0
+    for view in ("graph", "review", "simulate", "health", "documents", "sessions", "reminders"):
+        show(page, view)
+        for item in page.evaluate(TEXT_COLOURS):
+            ratio = contrast(tuple(item["color"]), tuple(item["background"]))
+            large = item["size"] >= 24 or (item["bold"] and item["size"] >= 18.66)
+            measured += 1
+            if ratio < (3.0 if large else 4.5):
+                worst.append((round(ratio, 2), view, item["text"]))
+    assert measured > 50
+    assert worst == []
+
+
+def test_the_keyboard_focus_ring_stands_out_from_what_is_behind_it(page, stack):
+    """WCAG 1.4.11: the focus indicator has 3:1 against the background it is drawn on."""
+    show(page, "sessions")
+    page.focus("nav a")
+    seen = 0
+    for _ in range(14):
+        page.keyboard.press("Tab")  # keyboard focus is what :focus-visible rings
+        ring = page.evaluate(
+            """() => {
+              const el = document.activeElement, s = getComputedStyle(el);
+              const rgb = (v) => (v.match(/[\\d.]+/g) || []).map(Number).slice(0, 3);
+              let bg = [255, 255, 255];
+              for (let e = el.parentElement; e; e = e.parentElement) {
+                const c = (getComputedStyle(e).backgroundColor.match(/[\\d.]+/g) || []).map(Number);
+                if (c.length === 3 || (c.length === 4 && c[3] > 0)) { bg = c.slice(0, 3); break; }
+              }
+              const width = parseFloat(s.outlineWidth);
+              return { tag: el.tagName, style: s.outlineStyle, width, color: rgb(s.outlineColor), bg };
+            }"""
+        )
+        if ring["tag"] != "BODY":
+            seen += 1
+            assert ring["style"] == "solid" and ring["width"] >= 2, ring
+            assert contrast(tuple(ring["color"]), tuple(ring["bg"])) >= 3.0, ring
+    assert seen >= 10

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from contextos.conversations import SESSION_ID_PATTERN
 from contextos.errors import BadRequest, NotFound, SessionEnded
 from contextos.store.db import Database
 from psycopg.types.json import Jsonb
@@ -295,8 +297,8 @@ def _decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
         return None
     try:
         at, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if not isinstance(session_id, str):
-            raise TypeError("a session id is text")
+        if not isinstance(session_id, str) or not re.fullmatch(SESSION_ID_PATTERN, session_id):
+            raise TypeError("not a session id")  # e.g. a NUL, which PostgreSQL text refuses with a 500
         return datetime.fromisoformat(at), session_id
     except (ValueError, TypeError, json.JSONDecodeError) as exc:
         raise BadRequest("the cursor is not one this API gave") from exc

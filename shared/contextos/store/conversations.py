@@ -255,8 +255,17 @@ class ConversationStore:
         rows = self.db.tenant_read(
             tenant_id,
             (
-                f"""SELECT s.id, s.status, s.message_count, s.flushed_through, s.last_message_at, s.ended_at,
-                           s.created_at,
+                # The page first, then the counts of its rows only: joined before the LIMIT, the
+                # aggregate would run for every session of the tenant.
+                f"""WITH page AS (
+                        SELECT s.id, s.status, s.message_count, s.flushed_through, s.last_message_at,
+                               s.ended_at, s.created_at
+                        FROM sessions s
+                        WHERE {" AND ".join(where)}
+                        ORDER BY s.created_at DESC, s.id DESC
+                        LIMIT %(limit)s
+                    )
+                    SELECT p.*,
                            COALESCE(f.flushes, 0) AS flushes,
                            COALESCE(f.flushes_pending, 0) AS flushes_pending,
                            COALESCE(f.flushes_done, 0) AS flushes_done,
@@ -264,7 +273,7 @@ class ConversationStore:
                            COALESCE(f.memories_created, 0) AS memories_created,
                            COALESCE(f.memories_merged, 0) AS memories_merged,
                            COALESCE(f.held_for_review, 0) AS held_for_review
-                    FROM sessions s
+                    FROM page p
                     LEFT JOIN LATERAL (
                         SELECT count(*) AS flushes,
                                count(*) FILTER (WHERE status IN ('pending', 'queued', 'processing'))
@@ -275,11 +284,9 @@ class ConversationStore:
                                sum((counts->>'memories_merged')::int) AS memories_merged,
                                sum((counts->>'held_for_review')::int) AS held_for_review
                         FROM conversation_flushes
-                        WHERE tenant_id = s.tenant_id AND session_id = s.id
+                        WHERE tenant_id = %(tenant)s AND session_id = p.id
                     ) f ON true
-                    WHERE {" AND ".join(where)}
-                    ORDER BY s.created_at DESC, s.id DESC
-                    LIMIT %(limit)s""",
+                    ORDER BY p.created_at DESC, p.id DESC""",
                 params,
             ),
         )

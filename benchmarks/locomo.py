@@ -493,11 +493,24 @@ def main() -> None:
         "--dump", type=Path, default=None, help="write per-question rankings here (dataset text: keep out of git)"
     )
     parser.add_argument(
-        "--stale-only", action="store_true", help="only the stale-distractor set, printed (no LoCoMo, no report)"
+        "--stale-only", action="store_true", help="only the stale-distractor set (report: locomo_stale_distractors)"
     )
     args = parser.parse_args()
     if args.stale_only:
-        print(json.dumps(stale_only(), indent=1))
+        stale = stale_only()
+        print(json.dumps(stale, indent=1))
+        if not args.no_report:
+            write_report(
+                "locomo_stale_distractors",
+                {**stale, "code": code_state()},
+                title="Stale distractors: the current statement first (S5, S7)",
+                notes=[
+                    "The stale-distractor set of benchmarks/locomo.py alone (`--stale-only`): every statement "
+                    "through POST /v1/memories' service with the trust and contradiction gates (local judge) in "
+                    "date order, the tenant aged and the lifecycle scan run between dates; 30 queries through the "
+                    "deployed default recipe (dry run). The full LoCoMo run writes the same figures into locomo.json."
+                ],
+            )
         return
 
     started_all = time.perf_counter()

@@ -328,47 +328,89 @@ def summarise(rows: list[dict], method: str) -> dict:
 STALE = Path(__file__).resolve().parent / "data" / "stale_distractors.json"
 
 
+def age_tenant(url: str, tenant: str, days: float) -> None:
+    """Time passes for one tenant: every timestamp of its memories, their occurrences and edges moves
+    ``days`` into the past (as the database owner; the audit chain is append-only and keeps its real
+    times). Moving all of them together keeps every derived time consistent (strength anchors,
+    next band crossings, validity), so the write path can run at "now" at each step of a timeline."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("memories", "memory_items", "relationships"):
+            columns = [
+                r[0]
+                for r in conn.execute(
+                    """SELECT column_name FROM information_schema.columns
+                       WHERE table_name = %s AND data_type = 'timestamp with time zone'""",
+                    [table],
+                ).fetchall()
+            ]
+            shift = ", ".join(f"{c} = {c} - make_interval(secs => %(s)s)" for c in columns)
+            conn.execute(f"UPDATE {table} SET {shift} WHERE tenant_id = %(t)s", {"s": days * 86400.0, "t": tenant})
+
+
 def stale_distractors(
-    store: MemoryStore, service: RetrievalService, scan: LifecycleService, settings: Settings, embedder
+    url: str, db: Database, service: RetrievalService, scan: LifecycleService, settings: Settings, embedder
 ) -> dict:
     """What decay buys (S5): each subject stated early and updated later, beside unrelated old
-    memories, in one tenant on its real timeline (decay on, stored at their dates). Per subject's
-    query, through the deployed default recipe: does the current statement outrank the stale one,
-    and do the unrelated old memories stay out of the top 10?"""
+    memories, in one tenant on its real timeline. Every statement goes in through the write path as
+    deployed (``POST /v1/memories``: the trust gate and the contradiction gate with the local judge),
+    in the order of its date; between two dates the tenant ages (`age_tenant`) and the lifecycle scan
+    runs, so what decay forgot is a cold stub when the next statement arrives. Per subject's query,
+    through the deployed default recipe: does the current statement outrank the stale one, and do the
+    unrelated old memories stay out of the top 10? Also reported: what the gate wrote (supersessions,
+    update links) and whether each link joins a stale statement to its own update."""
+    from contextos.governance_models import MemoryCreate
+    from contextos.judge.local import LocalHeuristicJudge
+    from contextos.services.governance import GovernanceService
+    from contextos.store.governance import ContradictionGate, GovernanceStore
+
     data = json.loads(STALE.read_text())
     subjects, unrelated = data["subjects"], data["unrelated_old"]
-    now = datetime.now(UTC)
-    texts, times, kinds = [], [], []
+    events: list[tuple[float, tuple[str, int], str]] = []  # (days ago, kind, text)
     for n, s in enumerate(subjects):
-        texts += [s["stale"], s["current"]]
-        times += [now - timedelta(days=data["stale_days_ago"]), now - timedelta(days=data["current_days_ago"])]
-        kinds += [("stale", n), ("current", n)]
+        events += [
+            (data["stale_days_ago"], ("stale", n), s["stale"]),
+            (data["current_days_ago"], ("current", n), s["current"]),
+        ]
     oldest, newest = data["unrelated_days_ago"]
     for i, text in enumerate(unrelated):
-        texts.append(text)
-        times.append(now - timedelta(days=oldest - (oldest - newest) * i / max(len(unrelated) - 1, 1)))
-        kinds.append(("unrelated", i))
-    vectors = embed(embedder, texts)
-    rate = decay_rate(5, "fact", settings.decay)
+        events.append((oldest - (oldest - newest) * i / max(len(unrelated) - 1, 1), ("unrelated", i), text))
+    events.sort(key=lambda e: -e[0])  # oldest first: the ingestion sequence follows the timeline
+    gov = settings.governance
+    gate = ContradictionGate(LocalHeuristicJudge(), gov, prejudges=bool(gov.prejudge))  # as the container builds it
+    writes = GovernanceService(
+        settings=settings,
+        store=MemoryStore(db, settings.decay, settings.merge, gate=gate),
+        governance=GovernanceStore(db),
+        embedder=embedder,
+    )
     tenant = "stale-distractors"
-    candidates = [
-        MemoryCandidate(
-            norm_key=f"stale:{kind}:{n}",
-            label=text[:40],
-            definition=text,
-            type="fact",
-            importance=5,
-            embedding=vector.tolist(),
-            decay_rate=rate,
-            provenance=Provenance.user_turn,
-            base_trust=BASE_TRUST[Provenance.user_turn],
-        )
-        for (kind, n), text, vector in zip(kinds, texts, vectors, strict=True)
-    ]
-    ids = store.add_memories(tenant, candidates, embedder_id="locomo-minilm", at=times)
-    kind_of = dict(zip(ids, kinds, strict=True))
+    kind_of: dict = {}
     report = LifecycleReport()
-    scan.scan_tenant(tenant, report)  # as deployed: the forgotten ones are cold stubs
+    previous = events[0][0]
+    for days_ago, kind, text in events:
+        if days_ago != previous:
+            age_tenant(url, tenant, previous - days_ago)
+            scan.scan_tenant(tenant, report)  # as deployed: the scan has run since (every 4 h)
+            previous = days_ago
+        admitted = writes.create_memory(
+            tenant, MemoryCreate(label=text[:40], definition=text), actor="bench", ceiling=Provenance.user_turn
+        )
+        metrics.clear_metrics()
+        kind_of[admitted.memory_id] = kind
+    age_tenant(url, tenant, previous)
+    scan.scan_tenant(tenant, report)
+    with db.tenant_tx(tenant) as conn:
+        links = conn.execute(
+            "SELECT id, updated_by, superseded_by FROM memories WHERE tenant_id = %s", [tenant]
+        ).fetchall()
+    updated = [(kind_of[r["id"]], kind_of.get(r["updated_by"])) for r in links if r["updated_by"]]
+    superseded = [(kind_of[r["id"]], kind_of.get(r["superseded_by"])) for r in links if r["superseded_by"]]
+
+    def own_update(pair: tuple) -> bool:
+        return pair[0][0] == "stale" and pair[1] == ("current", pair[0][1])
+
     query_vectors = embed(embedder, [s["query"] for s in subjects])
     current_first = unrelated_in_top10 = other_old_in_top10 = current_in_top10 = 0
     for n, (s, qv) in enumerate(zip(subjects, query_vectors, strict=True)):
@@ -389,12 +431,18 @@ def stale_distractors(
     q = len(subjects)
     return {
         "queries": q,
-        "memories": len(texts),
+        "memories": len(events),
         "stale_current_first_rate": round(current_first / q, 3),
         "current_in_top10_rate": round(current_in_top10 / q, 3),
         "unrelated_old_in_top10_rate": round(unrelated_in_top10 / q, 3),
         "other_subjects_stale_in_top10_rate": round(other_old_in_top10 / q, 3),
-        "decay_rate_per_day": round(rate, 4),
+        "write_path": "GovernanceService.create_memory (POST /v1/memories), trust and contradiction gates, local judge",
+        "gate_superseded": len(superseded),
+        "gate_superseded_own_update": sum(map(own_update, superseded)),
+        "gate_update_links": len(updated),
+        "gate_update_links_own_update": sum(map(own_update, updated)),
+        "gate_false_links": len(updated) + len(superseded) - sum(map(own_update, updated + superseded)),
+        "decay_rate_per_day": round(decay_rate(5, "fact", settings.decay), 4),
         "archived_to_cold": report.archived,
         "data": "benchmarks/data/stale_distractors.json",
     }
@@ -414,6 +462,27 @@ def code_state() -> dict:
         return {}
 
 
+def stale_only() -> dict:
+    """The stale-distractor set alone, in a fresh embedded PostgreSQL."""
+    from contextos.embedding.local import LocalMiniLMEmbedder
+
+    settings = Settings()
+    embedder = LocalMiniLMEmbedder(batch_size=EMBED_BATCH)
+    with tempfile.TemporaryDirectory(prefix="contextos-stale-") as tmp:
+        url = embedded_database_url(Path(tmp))
+        migrate(url, get_dialect("postgres"), 384, "locomo-minilm")
+        db = Database(url, get_dialect("postgres"), max_size=4)
+        lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
+        store = MemoryStore(db, settings.decay, settings.merge)
+        cold = ColdStorage(lifecycle_store, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
+        scan = LifecycleService(store=store, lifecycle=lifecycle_store, cold=cold, settings=settings.lifecycle)
+        service = RetrievalService(settings=settings, store=store, embedder=embedder, cold=cold)
+        try:
+            return stale_distractors(url, db, service, scan, settings, embedder)
+        finally:
+            db.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=10, help="first N conversations (default all 10)")
@@ -423,7 +492,26 @@ def main() -> None:
     parser.add_argument(
         "--dump", type=Path, default=None, help="write per-question rankings here (dataset text: keep out of git)"
     )
+    parser.add_argument(
+        "--stale-only", action="store_true", help="only the stale-distractor set (report: locomo_stale_distractors)"
+    )
     args = parser.parse_args()
+    if args.stale_only:
+        stale = stale_only()
+        print(json.dumps(stale, indent=1))
+        if not args.no_report:
+            write_report(
+                "locomo_stale_distractors",
+                {**stale, "code": code_state()},
+                title="Stale distractors: the current statement first (S5, S7)",
+                notes=[
+                    "The stale-distractor set of benchmarks/locomo.py alone (`--stale-only`): every statement "
+                    "through POST /v1/memories' service with the trust and contradiction gates (local judge) in "
+                    "date order, the tenant aged and the lifecycle scan run between dates; 30 queries through the "
+                    "deployed default recipe (dry run). The full LoCoMo run writes the same figures into locomo.json."
+                ],
+            )
+        return
 
     started_all = time.perf_counter()
     settings = Settings()
@@ -576,7 +664,7 @@ def main() -> None:
                 row["rrf"] = [dia[i] for i in rrf(b_rank, d_rank)]
                 results.append(row)
             print(f"  {conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
-        stale = stale_distractors(store, service, scan, settings, embedder)
+        stale = stale_distractors(url, db, service, scan, settings, embedder)
         print(f"stale distractors: {json.dumps(stale)}")
         db.close()
 

@@ -425,6 +425,11 @@ class GovernanceSettings(BaseModel):
     contradiction_exact_scan_max_rows: int = 2_000  # above this many hot memories, ANN (then exact if short)
     contradiction_ef_search: int = 64
     contradiction_subject_rows: int = 256  # per candidate: memories sharing a subject word that are compared
+    # A neighbour at least this close (and under the judge's floor too) whose newer statement reports
+    # a change to it ("moved", "now", "was rewritten") is linked, not superseded: an `updated_by`
+    # pointer that the read path orders by, and a `contradicts` edge the governance report lists.
+    update_similarity_floor: float = 0.5
+    update_links: bool = True
     judge_concurrency: int = 4  # Bedrock judge calls (each a batch of pairs) in flight per admission
     # Judge outside the tenant lock first, then only what changed under it. None: only when the
     # judge is Bedrock (for the microsecond local judge the extra neighbour lookup costs more).

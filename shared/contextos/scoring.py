@@ -150,8 +150,10 @@ def rank(
     recipe: AnyRecipe | None = None,
     intent: str = "default",
     same_subject: Iterable[tuple[object, object]] = (),
+    updates: Iterable[tuple[object, object]] = (),
 ) -> list[Ranked]:
-    """Score, softmax-normalize and sort; ties by strength, then recency, then importance."""
+    """Score, softmax-normalize and sort; ties by strength, then recency, then importance.
+    ``updates`` holds (newer, older) pairs the contradiction gate linked (`updates_first`)."""
     if isinstance(recipe, FusionRecipe):
         fused = fused_semantic(candidates, recipe)
     elif isinstance(recipe, RelevanceRecipe):
@@ -161,6 +163,7 @@ def rank(
     ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent, f)) for c, f in zip(candidates, fused, strict=True)]
     if isinstance(recipe, RelevanceRecipe):
         fresher_first(ranked, recipe, same_subject)
+    updates_first(ranked, updates)
     probabilities = softmax([r.score.relevance for r in ranked], cfg.softmax_temperature)
     for r, p in zip(ranked, probabilities, strict=True):
         r.score.probability = p
@@ -217,3 +220,21 @@ def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe, same_subject: I
             lowered[old.candidate.id] = min(lowered.get(old.candidate.id, below), below)
     for memory_id, relevance in lowered.items():
         by_id[memory_id].score.relevance = relevance
+
+
+def updates_first(ranked: list[Ranked], updates: Iterable[tuple[object, object]]) -> None:
+    """A memory the contradiction gate found updated by a newer one (``updates``: (newer, older)
+    pairs, the stored ``updated_by`` pointers) is placed just below its update when both are
+    candidates and it would otherwise rank above it. Nothing else moves, and nothing is hidden: a
+    question about the older state still finds the older memory, right after the newer one. A chain
+    of updates keeps its order (newest first) when applied newest to oldest."""
+    by_id = {r.candidate.id: r for r in ranked}
+    pairs = [(by_id[n], by_id[o]) for n, o in updates if n in by_id and o in by_id and n != o]
+    for _ in range(len(pairs)):  # a chain a → b → c settles in at most len(pairs) passes
+        moved = False
+        for newer, older in pairs:
+            if older.score.relevance >= newer.score.relevance:
+                older.score.relevance = newer.score.relevance * (1 - 1e-6)
+                moved = True
+        if not moved:
+            break

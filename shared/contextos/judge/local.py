@@ -421,3 +421,53 @@ def _said(*, verdict: Verdict, confidence: float, reason: str) -> Judgement:
 
 def _neutral(reason: str) -> Judgement:
     return _said(verdict=Verdict.neutral, confidence=0.5, reason=reason)
+
+
+# Words by which a newer statement reports that something about its subject changed. Broader than
+# `_CHANGE` (which, with the rest of a sentence repeated, decides a contradiction): these only ever
+# link two statements for ordering, never supersede one.
+_UPDATE_CUE = re.compile(
+    r"\b(now|no longer|any ?more|instead|moved|changed|switched|replaced|rewritten|rewrote|rebuilt|migrated"
+    r"|raised|lowered|increased|decreased|reduced|shortened|lengthened|extended|took over|taken over|promoted"
+    r"|demoted|quit|sold|went up|went down|gone up|gone down|upgraded|downgraded|renamed|relocated"
+    r"|transferred|stopped|used to|formerly|previously)\b"
+)
+
+
+def reports_a_change(statement: str) -> bool:
+    """Whether a statement carries a change cue at all (the cheap first test of `reports_an_update`)."""
+    return _UPDATE_CUE.search(statement.lower()) is not None
+
+
+def reports_an_update(older: str, newer: str, *, min_shared: int = 2) -> bool:
+    """Whether ``newer`` reads as an update of ``older``: it carries a change cue ("moved", "now",
+    "was rewritten", "took over"), the two statements share at least ``min_shared`` content words
+    (by stem), and nothing marks them as about different subjects (`_different_subjects`). Weaker
+    than a contradiction on purpose: the store records it as a link that orders the newer first
+    and flags the pair, and hides nothing."""
+    if not reports_a_change(newer):
+        return False
+    old, new = _side(None, older), _side(None, newer)
+    if _different_subjects(old, new) or len(old.stems & new.stems) < min_shared:
+        return False
+    return _leads_with_shared(older, new.stems) or _leads_with_shared(newer, old.stems)
+
+
+def _leads_with_shared(statement: str, other: frozenset[str] | set[str]) -> bool:
+    """The statement's first content word (where its subject usually stands: "The payments service
+    ...", "Maria ...") is one the other statement says too: "The search service now times out" does
+    not update "The payments service times out", however many other words they share."""
+    head = next(iter(_content(_tokens(statement))), None)
+    return head is not None and _stem(head) in other
+
+
+def reports_an_update_of_lexemes(older_label: str, older_lexemes: Sequence[str], newer: str) -> bool:
+    """`reports_an_update` against a cold stub, which keeps its label and the lexemes of its text
+    (PostgreSQL's English stems, the same Snowball stemmer as here) but not the text itself."""
+    if not reports_a_change(newer):
+        return False
+    stems = set(older_lexemes) | {_stem(t) for t in _content(_tokens(older_label))}
+    new = _side(None, newer)
+    return len(stems & new.stems) >= 2 and (
+        _leads_with_shared(older_label, new.stems) or _leads_with_shared(newer, stems)
+    )

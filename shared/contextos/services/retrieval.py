@@ -84,7 +84,7 @@ class RetrievalService:
         scope = {"min_trust": request.min_trust, "historical": request.as_of is not None}
         candidates = [c for c in self._candidates(rows, found, **scope, cold=cold) if c.id not in pinned_ids]
         pairs = self._same_subject(tenant_id, candidates, recipe)
-        ranked = rank(candidates, cfg, recipe, intent, pairs)
+        ranked = rank(candidates, cfg, recipe, intent, pairs, updates=_updates(candidates))
         pinned_ranked = rank(pinned, cfg, recipe, intent)
         sources = _sources(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
@@ -130,7 +130,7 @@ class RetrievalService:
             tenant_id, request.query, analysis, query_vector, self._reads(request.as_of, request.scope)
         )
         candidates = self._candidates(rows, found, min_trust=request.min_trust, historical=request.as_of is not None)
-        ranked = rank(candidates, cfg, recipe, analysis.intent)[: request.limit]
+        ranked = rank(candidates, cfg, recipe, analysis.intent, updates=_updates(candidates))[: request.limit]
         sources = _sources(ranked)
         memories = [_scored(r, "L1", sources) for r in ranked]
         return SearchResult(
@@ -415,6 +415,16 @@ class RetrievalService:
         ]
         index = [m.label for m in memories if m.tier_used == "L0"]
         return memories, index, used
+
+
+def _updates(candidates: list[Candidate]) -> list[tuple[object, object]]:
+    """(newer, older) for every candidate the contradiction gate linked to a newer statement that
+    reports a change to it (its ``updated_by``, migration 0022)."""
+    return [
+        (c.payload["updated_by"], c.id)
+        for c in candidates
+        if isinstance(c.payload, dict) and c.payload.get("updated_by") is not None
+    ]
 
 
 def _sources(ranked: list[Ranked]) -> dict[object, list[str]]:

@@ -18,6 +18,7 @@ from contextos.config import GovernanceSettings
 from contextos.errors import NotFound, PermanentError
 from contextos.governance_models import HeldCandidate
 from contextos.judge import Judge, Judgement, JudgePair, Verdict
+from contextos.judge.local import reports_a_change, reports_an_update, reports_an_update_of_lexemes
 from contextos.models import MemoryCandidate
 from contextos.store.db import Database
 from pgvector import Vector
@@ -25,6 +26,9 @@ from psycopg.types.json import Jsonb
 
 # (candidate index, memory id, the memory's text as judged) → (judgement, the judge failed)
 JudgementCache = dict[tuple[int, UUID, str], tuple[Judgement, bool]]
+
+
+UPDATE_REASON = "the newer statement reports a change to the same subject; both kept, the newer ranks first"
 
 
 def _premise(row: dict) -> str:
@@ -71,6 +75,10 @@ class GateOutcome:
     # candidate index → ids of the memories it supersedes / corroborates
     supersedes: dict[int, list[UUID]] = field(default_factory=dict)
     corroborates: dict[int, list[UUID]] = field(default_factory=dict)
+    # candidate index → ids of the memories (hot, or cold stubs) whose subject it reports a change to,
+    # without a contradiction verdict: linked for ordering, never superseded
+    updates: dict[int, list[UUID]] = field(default_factory=dict)
+    cold_updates: set[UUID] = field(default_factory=set)
     judgements: dict[tuple[int, UUID], Judgement] = field(default_factory=dict)
     keys: dict[UUID, str] = field(default_factory=dict)  # norm_key of every memory judged against
     judged: int = 0
@@ -102,7 +110,11 @@ class ContradictionGate:
             if not hot:
                 return {}
             keys = [c.norm_key for c in candidates]
-            pairs = [(r["idx"], r) for r in self._neighbours(conn, tenant_id, candidates, keys, hot, db.dialect.name)]
+            pairs = [
+                (r["idx"], r)
+                for r in self._neighbours(conn, tenant_id, candidates, keys, hot, db.dialect.name)
+                if r["judged"]
+            ]
         judged = self._judge_pairs(candidates, pairs)
         return {(idx, row["id"], _premise(row)): verdict for (idx, row), verdict in zip(pairs, judged, strict=True)}
 
@@ -121,13 +133,13 @@ class ContradictionGate:
         merge into). Runs under the tenant lock, before the upsert, so the batch's own new memories
         are not compared; pairs judged by ``prejudge`` on the same texts are not asked again."""
         outcome = GateOutcome()
-        if not candidates or hot_memories == 0:
+        if not candidates:
             return outcome
         cache = cache or {}
-        neighbours = self._neighbours(conn, tenant_id, candidates, final_keys, hot_memories, dialect)
-        pairs = [(row["idx"], row) for row in neighbours]
-        if not pairs:
-            return outcome
+        neighbours = (
+            self._neighbours(conn, tenant_id, candidates, final_keys, hot_memories, dialect) if hot_memories else []
+        )
+        pairs = [(row["idx"], row) for row in neighbours if row["judged"]]
         todo = [p for p in pairs if (p[0], p[1]["id"], _premise(p[1])) not in cache]
         fresh = dict(zip((id(p) for p in todo), self._judge_pairs(candidates, todo), strict=True))
         outcome.judged, outcome.judged_under_lock = len(pairs), len(todo)
@@ -145,7 +157,85 @@ class ContradictionGate:
                 outcome.supersedes.setdefault(idx, []).append(memory_id)
             elif judgement.verdict is Verdict.entailment and row["norm_key"] != final_keys[idx]:
                 outcome.corroborates.setdefault(idx, []).append(memory_id)  # a merge is corroboration enough
+        if self.settings.update_links:
+            self._link_updates(conn, tenant_id, candidates, final_keys, neighbours, outcome, claimed, dialect)
         return outcome
+
+    def _link_updates(
+        self,
+        conn: Any,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: Sequence[str],
+        neighbours: Sequence[dict],
+        outcome: GateOutcome,
+        claimed: set[UUID],
+        dialect: str,
+    ) -> None:
+        """The neighbours (hot, and on PostgreSQL the cold stubs that share two words with it) that a
+        candidate reports a change to without a contradiction verdict (`reports_an_update`)."""
+        for row in neighbours:
+            idx, memory_id = row["idx"], row["id"]
+            judgement = outcome.judgements.get((idx, memory_id))
+            if (
+                memory_id in claimed
+                or row["norm_key"] == final_keys[idx]
+                or (judgement is not None and judgement.verdict is not Verdict.neutral)
+            ):
+                continue
+            if reports_an_update(row["definition"], candidates[idx].definition):
+                claimed.add(memory_id)
+                outcome.updates.setdefault(idx, []).append(memory_id)
+        # Only a candidate that reports a change can update anything: the cold probe asks for those.
+        cued = [i for i, c in enumerate(candidates) if reports_a_change(c.definition)]
+        if dialect != "postgres" or not cued:
+            return
+        for row in self._cold_sharing_words(conn, tenant_id, [candidates[i] for i in cued]):
+            idx, memory_id = cued[row["idx"]], row["id"]
+            if memory_id in claimed or row["similarity"] < self.settings.update_similarity_floor:
+                continue
+            if reports_an_update_of_lexemes(row["label"], row["lexemes"] or [], candidates[idx].definition):
+                claimed.add(memory_id)
+                outcome.updates.setdefault(idx, []).append(memory_id)
+                outcome.cold_updates.add(memory_id)
+
+    def _cold_sharing_words(self, conn: Any, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> list[dict]:
+        """Per candidate, the k cold stubs nearest by cosine among those whose kept lexemes share two
+        of its definition's (the stub GIN index, at most ``contradiction_subject_rows`` looked at),
+        with their label and lexemes."""
+        cfg = self.settings
+        return conn.execute(
+            """WITH probe AS (
+                   SELECT p.idx, p.embedding, (
+                              SELECT string_agg('(' || contextos_lexeme_literal(a.l) || ' & '
+                                                || contextos_lexeme_literal(b.l) || ')', ' | ')
+                              FROM unnest(tsvector_to_array(to_tsvector('english', p.body))) a(l)
+                              JOIN unnest(tsvector_to_array(to_tsvector('english', p.body))) b(l) ON a.l < b.l
+                          )::tsquery AS pairs
+                   FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(bodies)s::text[]) AS p(idx, embedding, body)
+               )
+               SELECT p.idx, n.id, n.label, n.lexemes, n.similarity
+               FROM probe p CROSS JOIN LATERAL (
+                   SELECT m.id, m.label, tsvector_to_array(m.stub_tsv) AS lexemes,
+                          1.0 - (v.embedding <=> p.embedding) AS similarity
+                   FROM (SELECT c.id FROM memories c
+                         WHERE c.tenant_id = %(tenant)s AND c.tier = 'cold' AND c.superseded_by IS NULL
+                           AND c.stub_tsv @@ p.pairs
+                         LIMIT %(rows)s) s
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.id
+                   JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.id
+                   ORDER BY v.embedding <=> p.embedding LIMIT %(k)s
+               ) n
+               WHERE p.pairs IS NOT NULL""",
+            {
+                "tenant": tenant_id,
+                "idx": [i for i, _ in enumerate(candidates)],
+                "embs": [Vector(c.embedding) for c in candidates],
+                "bodies": [c.definition for c in candidates],
+                "rows": cfg.contradiction_subject_rows,
+                "k": cfg.contradiction_top_k,
+            },
+        ).fetchall()
 
     def _judge_pairs(
         self, candidates: Sequence[MemoryCandidate], pairs: Sequence[tuple[int, dict]]
@@ -182,7 +272,8 @@ class ContradictionGate:
         dialect: str,
     ) -> list[dict]:
         """Per candidate: its top-k nearest active memories at or above the similarity floor, plus the
-        active memory holding its final key (what it would merge into).
+        active memory holding its final key (what it would merge into); ``judged`` says which the
+        judge sees (the rest lie between the update floor and the judge's).
 
         A small tenant (and every CockroachDB tenant) is scanned exactly. A large one is probed by
         subject in one statement for the batch (``_nearest_by_subject``)."""
@@ -203,13 +294,16 @@ class ContradictionGate:
                 conn,
                 params | {"own": [c.norm_key for c in candidates], "rows": cfg.contradiction_subject_rows},
             )
+        floor = cfg.contradiction_similarity_floor
+        # below the judge's floor, a neighbour is still checked for an update (`_link_updates`)
+        lowest = min(floor, cfg.update_similarity_floor) if cfg.update_links else floor
         best: dict[tuple[int, UUID], dict] = {}
         for row in rows:
-            if row["similarity"] < cfg.contradiction_similarity_floor and not row["key_match"]:
+            if row["similarity"] < lowest and not row["key_match"]:
                 continue
             key = (row["idx"], row["id"])
             if key not in best or row["similarity"] > best[key]["similarity"]:
-                best[key] = row
+                best[key] = row | {"judged": row["similarity"] >= floor or row["key_match"]}
         return sorted(best.values(), key=lambda r: (r["idx"], -r["similarity"], r["ingest_seq"]))
 
     @staticmethod
@@ -313,6 +407,14 @@ class ContradictionGate:
         """After the upsert: pointers forward, ``supersedes`` and ``corroborates`` edges, audit rows."""
         sup = [(new_ids[i], old) for i, olds in sorted(outcome.supersedes.items()) for old in olds]
         cor = [(new_ids[i], old) for i, olds in sorted(outcome.corroborates.items()) for old in olds]
+        upd = [(new_ids[i], old) for i, olds in sorted(outcome.updates.items()) for old in olds if new_ids[i] != old]
+        if upd:
+            conn.execute(
+                """UPDATE memories m SET updated_by = s.new_id
+                   FROM unnest(%s::uuid[], %s::uuid[]) AS s(new_id, old_id)
+                   WHERE m.tenant_id = %s AND m.id = s.old_id""",
+                [[n for n, _ in upd], [o for _, o in upd], tenant_id],
+            )
         if sup:
             conn.execute(
                 """UPDATE memories m SET superseded_by = s.new_id
@@ -321,7 +423,14 @@ class ContradictionGate:
                 [[n for n, _ in sup], [o for _, o in sup], tenant_id],
             )
         # Two candidates merged into one memory judge the same neighbours: one edge and one audit entry each.
-        edges = list(dict.fromkeys([(n, o, "supersedes") for n, o in sup] + [(n, o, "corroborates") for n, o in cor]))
+        edges = list(
+            dict.fromkeys(
+                [(n, o, "supersedes") for n, o in sup]
+                + [(n, o, "corroborates") for n, o in cor]
+                # a cold stub's edges live in its cold object: its pointer is enough
+                + [(n, o, "contradicts") for n, o in upd if o not in outcome.cold_updates]
+            )
+        )
         if edges:
             conn.execute(
                 """INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight)
@@ -332,15 +441,19 @@ class ContradictionGate:
             )
         index_of = {(new_ids[i], old): i for i, olds in outcome.supersedes.items() for old in olds}
         index_of |= {(new_ids[i], old): i for i, olds in outcome.corroborates.items() for old in olds}
+        index_of |= {(new_ids[i], old): i for i, olds in outcome.updates.items() for old in olds}
+        actions = {"supersedes": "superseded", "corroborates": "corroborated", "contradicts": "update_linked"}
+        cold = [(n, o, "contradicts") for n, o in upd if o in outcome.cold_updates]
         entries = []
-        for new_id, old_id, kind in edges:
+        for new_id, old_id, kind in edges + cold:
             judgement = outcome.judgements.get((index_of[(new_id, old_id)], old_id))
+            update = kind == "contradicts"
             entries.append(
                 {
                     "actor": actor,
-                    "action": "superseded" if kind == "supersedes" else "corroborated",
+                    "action": actions[kind],
                     "memory_id": old_id,
-                    "reason": judgement.reason if judgement else None,
+                    "reason": UPDATE_REASON if update else (judgement.reason if judgement else None),
                     "details": {
                         "by": str(new_id),
                         "judge": getattr(self.judge, "model_id", "unknown"),

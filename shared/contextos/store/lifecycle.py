@@ -330,7 +330,7 @@ class LifecycleStore:
                        ORDER BY v.embedding <=> %(q)s LIMIT %(limit)s
                    )
                    SELECT m.id, m.label, m.type, m.importance, m.access_count, m.last_accessed_at, m.base_trust,
-                          m.cold_object_key, m.cold_byte_start, m.cold_byte_end,
+                          m.cold_object_key, m.cold_byte_start, m.cold_byte_end, m.updated_by,
                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS similarity
                    FROM memories m
                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id

@@ -19,12 +19,20 @@ from contextos.errors import NotFound, PermanentError
 from contextos.governance_models import HeldCandidate
 from contextos.judge import Judge, Judgement, JudgePair, Verdict
 from contextos.models import MemoryCandidate
+from contextos.scopes import Scope, key_owner
 from contextos.store.db import Database
+from contextos.store.scopes import key_owner_sql
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
 # (candidate index, memory id, the memory's text as judged) → (judgement, the judge failed)
 JudgementCache = dict[tuple[int, UUID, str], tuple[Judgement, bool]]
+
+
+def same_owner(alias: str) -> str:
+    """A memory ``alias`` belongs to the probe ``p``'s owner (S11: one user's memory is never judged
+    against, nor superseded by, another's)."""
+    return f"{key_owner_sql(alias + '.norm_key')} IS NOT DISTINCT FROM p.owner"
 
 
 def _premise(row: dict) -> str:
@@ -193,6 +201,7 @@ class ContradictionGate:
             "idx": list(range(len(candidates))),
             "embs": [Vector(c.embedding) for c in candidates],
             "keys": list(final_keys),
+            "owners": [key_owner(c.norm_key) for c in candidates],
             "k": k,
         }
         exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
@@ -220,9 +229,10 @@ class ContradictionGate:
         most ``rows`` of them, and the active memory holding its final key. Only statements about
         the same subject can contradict (S7), and no ANN probe runs per concept."""
         return conn.execute(
-            """WITH probe AS (
-                   SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[])
-                       AS t(idx, embedding, final_key, own_key)
+            f"""WITH probe AS (
+                   SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[],
+                                        %(owners)s::text[])
+                       AS t(idx, embedding, final_key, own_key, owner)
                ),
                found AS (
                    SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
@@ -232,6 +242,7 @@ class ContradictionGate:
                              WHERE st.tenant_id = %(tenant)s AND st.term = ANY(contextos_subject_terms(p.own_key))
                              LIMIT %(rows)s) s
                        JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.memory_id AND m.state = 'active'
+                        AND {same_owner("m")}
                        JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
                        ORDER BY v.embedding <=> p.embedding LIMIT %(k)s
                    ) n
@@ -251,16 +262,17 @@ class ContradictionGate:
     def _nearest(conn: Any, params: dict, *, exact: bool) -> list[dict]:
         """The k nearest active memories of each probe (one statement for the batch), and the active
         memory holding each probe's key, with their cosine to the probe."""
-        nearest = """SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
-                     WHERE v.tenant_id = %(tenant)s AND v.searchable
-                     ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
+        nearest = f"""SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
+                      JOIN memories o ON o.tenant_id = v.tenant_id AND o.id = v.memory_id
+                      WHERE v.tenant_id = %(tenant)s AND v.searchable AND {same_owner("o")}
+                      ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
         if exact:
             conn.execute("SET LOCAL enable_indexscan = off")  # exact: never short (FIELD-NOTES)
         try:
             return conn.execute(
                 f"""WITH probe AS (
-                       SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[])
-                           AS t(idx, embedding, final_key)
+                       SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(owners)s::text[])
+                           AS t(idx, embedding, final_key, owner)
                    ),
                    found AS (
                        SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
@@ -368,9 +380,12 @@ class GovernanceStore:
         document_id: UUID | None = None,
         session_id: str | None = None,
         messages: tuple[int, int] | None = None,
+        scope: Scope | None = None,
     ) -> list[UUID]:
         """Put held candidates in the review queue (and nowhere else), each audit-logged.
-        ``messages``: the conversation range they came from, kept so a promotion points there."""
+        ``messages``: the conversation range they came from, kept so a promotion points there;
+        ``scope``: a manual write's own scope, kept so the promoted memory has it (a document's
+        or a session's is read from it at promotion)."""
         if not held:
             return []
         rows = conn.execute(
@@ -388,6 +403,7 @@ class GovernanceStore:
                         h.candidate.model_dump(mode="json")
                         | {"signals": h.signals}
                         | ({"messages": list(messages)} if messages else {})
+                        | ({"scope": scope.model_dump(mode="json")} if scope and not scope.empty else {})
                     )
                     for h in held
                 ],

@@ -40,6 +40,13 @@ def scope_predicate(
     return "(" + " AND ".join(parts) + ")"
 
 
+def key_owner_sql(key: str) -> str:
+    """`contextos.scopes.key_owner` in SQL (both dialects): the owner suffix of the merge key
+    ``key``, NULL for a tenant-wide memory. Merges and supersessions compare it with
+    IS NOT DISTINCT FROM, so they stay within one owner (S11: precision first)."""
+    return f"(CASE WHEN strpos({key}, '@') > 0 THEN substr({key}, strpos({key}, '@')) END)"
+
+
 def scope_params(scope: ScopeFilter | None) -> dict[str, Any]:
     if scope is None:
         return {}
@@ -73,6 +80,22 @@ def apply_scope(conn: Any, tenant_id: str, memory_ids: list, scope: Scope) -> No
             "ids": list(memory_ids),
         },
     )
+
+
+def source_scope(conn: Any, tenant_id: str, document_id: Any = None, session_id: str | None = None) -> Scope:
+    """The scope a document or a session was written with (empty when it has none): what the
+    memories it teaches belong to."""
+    if document_id is not None:
+        sql = "SELECT user_id, agent_id, run_id, tags FROM documents WHERE tenant_id = %s AND id = %s"
+        row = conn.execute(sql, [tenant_id, document_id]).fetchone()
+    elif session_id is not None:
+        sql = "SELECT user_id, agent_id, run_id, tags FROM sessions WHERE tenant_id = %s AND id = %s"
+        row = conn.execute(sql, [tenant_id, session_id]).fetchone()
+    else:
+        row = None
+    if row is None:
+        return Scope()
+    return Scope(user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"], tags=list(row["tags"] or []))
 
 
 def set_document_scope(conn: Any, tenant_id: str, document_id: Any, scope: Scope) -> None:

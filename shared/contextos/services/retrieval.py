@@ -65,10 +65,11 @@ class RetrievalService:
         if query_vector is None:
             query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
         reads = self._reads(request.as_of, request.scope)  # S7: as_of answers from history; S11: scopes
-        # cold stubs carry no scope filter of their own: a scoped read searches the hot store only
-        searching_cold = self.cold is not None and request.as_of is None and not isinstance(reads, ScopedReads)
-        cold_job = (  # the stubs nearest by cosine, read beside the searches
-            _SEARCHES.submit(self.cold.store.cold_candidates, tenant_id, query_vector, [], limit=cfg.cold_k)
+        searching_cold = self.cold is not None and request.as_of is None
+        cold_job = (  # the stubs nearest by cosine (a stub keeps its scope), read beside the searches
+            _SEARCHES.submit(
+                self.cold.store.cold_candidates, tenant_id, query_vector, [], limit=cfg.cold_k, scope=request.scope
+            )
             if self.cold is not None and searching_cold
             else None
         )
@@ -77,7 +78,9 @@ class RetrievalService:
         )
         # S5, forgetting demotes: cold stubs near the query by cosine or found by the text search
         # compete with the hot candidates, and come back only when they rank among them
-        cold = self._cold_candidates(tenant_id, query_vector, found, cold_job.result()) if cold_job else []
+        cold = (
+            self._cold_candidates(tenant_id, query_vector, found, cold_job.result(), request.scope) if cold_job else []
+        )
         pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
         rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
@@ -170,7 +173,8 @@ class RetrievalService:
         if scope is not None and not scope.empty:
             if as_of is not None:
                 raise BadRequest("scope filters and as_of cannot be combined yet")
-            return ScopedReads(self.store, scope)
+            cfg = self.settings.retrieval
+            return ScopedReads(self.store, scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s)
         if as_of is None:
             return self.store
         return HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
@@ -310,7 +314,12 @@ class RetrievalService:
         return out if keep_all_bands else among_best_evidence(out, cfg)
 
     def _cold_candidates(
-        self, tenant_id: str, query_vector: list[float], found: dict[object, dict[str, float]], near: list[dict]
+        self,
+        tenant_id: str,
+        query_vector: list[float],
+        found: dict[object, dict[str, float]],
+        near: list[dict],
+        scope: ScopeFilter | None = None,
     ) -> list[Candidate]:
         """Cold stubs as candidates (band forgotten): the ``near`` ones by cosine and those the text
         search found (``found`` entries flagged ``cold``, which are removed from it; read here only
@@ -321,7 +330,7 @@ class RetrievalService:
             del found[i]
         missing = [i for i in text if i not in {r["id"] for r in near}]
         if missing:
-            near = near + self.cold.store.cold_candidates(tenant_id, query_vector, missing, limit=0)
+            near = near + self.cold.store.cold_candidates(tenant_id, query_vector, missing, limit=0, scope=scope)
         now = datetime.now(UTC)
         out = []
         for row in near:

@@ -40,6 +40,25 @@ def scope_predicate(
     return "(" + " AND ".join(parts) + ")"
 
 
+def vectors_carry_scope(dialect: str) -> bool:
+    """Whether memory_vectors holds a copy of each memory's user, agent, run and tags (migration
+    0023, kept by triggers); CockroachDB reads them from memories."""
+    return dialect == "postgres"
+
+
+def vector_scope_predicate(alias: str, scope: ScopeFilter | None) -> str:
+    """``TRUE`` or the filter's user, agent, run and tags on a memory_vectors alias (their copy,
+    migration 0023); metadata is not copied, so a metadata filter also needs `scope_predicate`."""
+    if scope is None or scope.empty:
+        return "TRUE"
+    parts = [
+        f"{alias}.{field} = %(scope_{field})s" for field in ("user_id", "agent_id", "run_id") if getattr(scope, field)
+    ]
+    if scope.tags:
+        parts.append(f"{alias}.tags @> %(scope_tags)s::text[]")
+    return "(" + " AND ".join(parts) + ")" if parts else "TRUE"
+
+
 def key_owner_sql(key: str) -> str:
     """`contextos.scopes.key_owner` in SQL (both dialects): the owner suffix of the merge key
     ``key``, NULL for a tenant-wide memory. Merges and supersessions compare it with

@@ -139,3 +139,52 @@ def test_a_promoted_document_candidate_keeps_its_documents_scope(
     mine = {m["id"]: m for m in listed(tenant, user_id="ana")}
     assert set(outcome["memory_ids"]) <= set(mine)
     assert all("web" in mine[i]["tags"] for i in outcome["memory_ids"])
+
+
+def vector_scopes(tenant: str) -> dict[str, tuple]:
+    with container.database().tenant_tx(tenant) as conn:
+        found = conn.execute("SELECT memory_id, user_id, agent_id, run_id, tags FROM memory_vectors").fetchall()
+    return {str(r["memory_id"]): (r["user_id"], r["agent_id"], r["run_id"], list(r["tags"])) for r in found}
+
+
+def test_a_vector_row_carries_its_memorys_scope_through_writes_and_edits(configured, tenant):
+    ana = remember(tenant, "Standup time", "The team standup is at nine thirty.", user_id="ana", tags=["team"])
+    wide = remember(tenant, "Office address", "The office is on the fourth floor of the old mill.")
+    assert vector_scopes(tenant)[ana] == ("ana", None, None, ["team"])
+    assert vector_scopes(tenant)[wide] == (None, None, None, [])
+    status, body = call_api("PATCH", f"/v1/memories/{wide}", tenant, {"agent_id": "helper", "tags": ["office"]})
+    assert status == 200, body
+    assert vector_scopes(tenant)[wide] == (None, "helper", None, ["office"])
+    assert listed(tenant, agent_id="helper")[0]["id"] == wide
+
+
+def test_a_small_scope_ranks_its_own_text_matches_however_many_other_users_match(configured, tenant, local_embedder):
+    """The scope's own BM25 pass: a tenant-wide ranking cut before the scope filter would have lost it."""
+    from tests.integration.test_merging import candidates
+
+    store = container.memory_store()
+    crowd = [(f"Invoice run {n}", f"Invoice run number {n} posts invoices at month end.", "fact") for n in range(120)]
+    ids = store.add_memories(tenant, candidates(local_embedder, crowd), embedder_id="local")
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE memories SET user_id = 'crowd' WHERE id = ANY(%s)", [ids])
+    mine = remember(tenant, "Travel policy", "Invoices for hotels go to the travel desk.", user_id="solo")
+    status, body = call_api("POST", "/v1/search", tenant, {"query": "invoices", "scope": {"user_id": "solo"}})
+    assert status == 200, body
+    [hit] = body["memories"]
+    assert hit["id"] == mine and "text" in hit["score"]["methods"], hit
+
+
+def test_a_cold_memory_is_found_within_its_scope_and_never_outside_it(configured, tenant, s3):
+    from tests.integration.test_cold_storage import forget
+
+    text = "Canary releases send five percent of the traffic to the new build for an hour first."
+    ana = remember(tenant, "Canary release", text, user_id="ana")
+    remember(tenant, "Coffee machine", "The coffee machine on the second floor needs descaling monthly.", user_id="ana")
+    forget(tenant, ["Canary release"])
+    assert container.lifecycle().run().archived == 1
+    asked = {"query": f"Canary release: {text}", "dry_run": True}
+    status, dry = call_api("POST", "/v1/context", tenant, asked | {"scope": {"user_id": "ana"}})
+    assert status == 200, dry
+    assert [r["id"] for r in dry["reactivated"]] == [ana]
+    status, other = call_api("POST", "/v1/context", tenant, asked | {"scope": {"user_id": "bo"}})
+    assert status == 200 and other["reactivated"] == [] and other["memories"] == []

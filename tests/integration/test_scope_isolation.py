@@ -188,3 +188,30 @@ def test_a_cold_memory_is_found_within_its_scope_and_never_outside_it(configured
     assert [r["id"] for r in dry["reactivated"]] == [ana]
     status, other = call_api("POST", "/v1/context", tenant, asked | {"scope": {"user_id": "bo"}})
     assert status == 200 and other["reactivated"] == [] and other["memories"] == []
+
+
+def test_a_scope_and_as_of_together_answer_what_that_user_believed_then(configured, tenant):
+    import time
+    from datetime import UTC, datetime
+
+    admitted(tenant, "Deploy timeout", "The deploy timeout is 30 seconds for every service.", user_id="ana")
+    admitted(tenant, "Deploy timeout", "The deploy timeout is 45 seconds for every service.", user_id="bo")
+    time.sleep(0.05)
+    between = datetime.now(UTC)
+    time.sleep(0.05)
+    admitted(tenant, "Deploy timeout", "The deploy timeout is 90 seconds for every service.", user_id="ana")
+
+    def believed(user: str, as_of: datetime | None, path: str) -> list[str]:
+        body = {"query": "what is the deploy timeout?", "scope": {"user_id": user}}
+        body |= {"as_of": as_of.isoformat()} if as_of else {}
+        body |= {"dry_run": True} if path.endswith("context") else {}
+        status, result = call_api("POST", path, tenant, body)
+        assert status == 200, result
+        return [m["definition"] for m in result["memories"] if "timeout" in m["definition"]]
+
+    for path in ("/v1/search", "/v1/context"):
+        assert believed("ana", between, path) == ["The deploy timeout is 30 seconds for every service."]
+        assert believed("ana", None, path) == ["The deploy timeout is 90 seconds for every service."]
+        assert believed("ana", datetime.now(UTC), path) == ["The deploy timeout is 90 seconds for every service."]
+        assert believed("bo", between, path) == ["The deploy timeout is 45 seconds for every service."]
+    assert believed("carol", between, "/v1/search") == []

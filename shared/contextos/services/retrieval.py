@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from contextos.config import RelevanceRecipe, Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
-from contextos.errors import BadRequest, UnknownRecipe
+from contextos.errors import UnknownRecipe
 from contextos.models import (
     Band,
     ContextRequest,
@@ -30,7 +30,7 @@ from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence,
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads, PoolRequest
 from contextos.store.repository import MemoryStore
-from contextos.store.scoped_reads import ScopedReads
+from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params
 from contextos.trust import composite_trust
 
@@ -168,16 +168,17 @@ class RetrievalService:
 
     def _reads(
         self, as_of: datetime | None, scope: ScopeFilter | None = None
-    ) -> MemoryStore | HistoricalReads | ScopedReads:
-        """The current store, the same reads within a scope (S11), or answered as of a past time (S7)."""
-        if scope is not None and not scope.empty:
-            if as_of is not None:
-                raise BadRequest("scope filters and as_of cannot be combined yet")
-            cfg = self.settings.retrieval
-            return ScopedReads(self.store, scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s)
+    ) -> MemoryStore | HistoricalReads | ScopedReads | ScopedHistoricalReads:
+        """The current store, the same reads within a scope (S11), answered as of a past time (S7), or
+        both."""
+        cfg = self.settings.retrieval
+        scoped = scope is not None and not scope.empty
         if as_of is None:
-            return self.store
-        return HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
+            if not scoped:
+                return self.store
+            return ScopedReads(self.store, scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s)
+        history = HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
+        return ScopedHistoricalReads(history, scope, cfg.exact_scan_max_rows) if scoped else history
 
     def _search(
         self,
@@ -185,7 +186,7 @@ class RetrievalService:
         query: str,
         analysis: QueryAnalysis,
         query_vector: list[float],
-        reads: MemoryStore | HistoricalReads | ScopedReads | None = None,
+        reads: MemoryStore | HistoricalReads | ScopedReads | ScopedHistoricalReads | None = None,
         *,
         pinned: int = 0,
         with_cold: bool = False,

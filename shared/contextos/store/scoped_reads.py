@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextos.scopes import ScopeFilter
-from contextos.store.history import PoolRequest, candidate_pool_sql, live_now
+from contextos.store.history import HistoricalReads, PoolRequest, believed, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
 from contextos.store.text_search import BM25Params
@@ -236,24 +236,11 @@ class ScopedReads:
                 *self._hints(),
                 (
                     _SCOPE_BM25.format(scoped=self.enumerated("m")),
-                    self._params(tenant_id)
-                    | {
-                        "query": query,
-                        "extra": list(extra),
-                        "extra_weight": params.extra_weight,
-                        "k1": params.k1,
-                        "b": params.b,
-                        "k": k,
-                        "cap": small,
-                    },
+                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
                 ),
             )
             if rows and int(rows[0]["scope_rows"]) <= small:
-                return [
-                    {"id": r["id"], "score": r["score"], "matched": r["matched"], "cold": False}
-                    for r in rows
-                    if r["id"]
-                ]
+                return [_text_row(r) for r in rows if r["id"] is not None]
         hits = self.store.text_rank(
             tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params, with_cold=with_cold
         )
@@ -283,3 +270,111 @@ class ScopedReads:
                 request.params(tenant_id, query_vector) | scope_params(self.scope),
             ),
         )
+
+
+@dataclass
+class ScopedHistoricalReads:
+    """A scope and ``as_of`` together (S7 with S11): what was believed then, among the memories in
+    the scope now (scopes are organisation and carry no history of their own). The historical reads
+    already scan the tenant's vectors exactly, so the scope costs them nothing more; its text is
+    ranked over the scope's believed rows when they are few, else the tenant's historical ranking
+    widened and filtered."""
+
+    history: HistoricalReads
+    scope: ScopeFilter
+    exact_scan_max_rows: int = 20_000
+
+    def live(self, alias: str) -> str:
+        """Believed at %(as_of)s and in scope, on a memories alias."""
+        dialect = self.history.db.dialect.name
+        return f"({believed(alias)} AND {scope_predicate(alias, self.scope, dialect)})"
+
+    def _params(self, tenant_id: str) -> dict:
+        return {"tenant": tenant_id, "as_of": self.history.as_of} | scope_params(self.scope)
+
+    def vector_search(
+        self,
+        tenant_id: str,
+        embedding: Sequence[float],
+        *,
+        k: int,
+        ef_search: int = 0,
+        exact_scan_max_rows: int = 0,
+        scope_cache_s: float = 0.0,
+    ) -> list[dict]:
+        return self.history.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT m.id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim
+                    FROM memory_vectors v
+                    JOIN memories m ON m.tenant_id = v.tenant_id AND m.id = v.memory_id
+                    WHERE v.tenant_id = %(tenant)s AND {self.live("m")}
+                    ORDER BY (v.embedding <=> %(q)s) + 0.0, m.id
+                    LIMIT %(k)s""",
+                self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k},
+            ),
+        )
+
+    def text_rank(
+        self,
+        tenant_id: str,
+        query: str,
+        extra: Sequence[str],
+        phrases: Sequence[Sequence[str]],
+        *,
+        k: int,
+        cap: int | None,
+        params: BM25Params,
+        with_cold: bool = False,
+    ) -> list[dict]:
+        db = self.history.db
+        small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
+        if db.dialect.name == "postgres":
+            rows = db.tenant_read(
+                tenant_id,
+                (
+                    _SCOPE_BM25.format(scoped=self.live("m")),
+                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
+                ),
+            )
+            if rows and int(rows[0]["scope_rows"]) <= small:
+                return [_text_row(r) for r in rows if r["id"] is not None]
+        hits = self.history.text_rank(tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params)
+        if not hits:
+            return []
+        rows = db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT m.id FROM memories m
+                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s) AND {self.live("m")}""",
+                self._params(tenant_id) | {"ids": sorted({h["id"] for h in hits})},
+            ),
+        )
+        keep = {r["id"] for r in rows}
+        return [h for h in hits if h["id"] in keep][:k]
+
+    def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
+        return self.history.db.tenant_read(
+            tenant_id,
+            (
+                candidate_pool_sql(self.live, as_of=True, hops=request.hops),
+                request.params(tenant_id, query_vector) | self._params(tenant_id),
+            ),
+        )
+
+
+def _bm25_params(query: str, extra: Sequence[str], params: BM25Params, *, k: int, cap: int) -> dict:
+    """`_SCOPE_BM25`'s query parameters."""
+    return {
+        "query": query,
+        "extra": list(extra),
+        "extra_weight": params.extra_weight,
+        "k1": params.k1,
+        "b": params.b,
+        "k": k,
+        "cap": cap,
+    }
+
+
+def _text_row(row: dict) -> dict:
+    return {"id": row["id"], "score": row["score"], "matched": row["matched"], "cold": False}

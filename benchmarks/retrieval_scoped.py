@@ -81,6 +81,12 @@ def assign_scopes(url: str, tenant: str) -> dict:
             {"users": USERS, "agents": AGENTS, "share": TAG_SHARE, "tenant": tenant},
         )
         conn.execute("VACUUM ANALYZE memories")
+    return {"scope_rows": scope_sizes(url, tenant)["scope_rows"], "assign_s": round(time.perf_counter() - started, 1)}
+
+
+def scope_sizes(url: str, tenant: str) -> dict:
+    """How many memories the first user, the first agent and the tag hold."""
+    with psycopg.connect(url, autocommit=True) as conn:
         sizes = dict(
             conn.execute(
                 """SELECT 'user-0', count(*) FILTER (WHERE user_id = 'user-0') FROM memories WHERE tenant_id = %(t)s
@@ -91,7 +97,7 @@ def assign_scopes(url: str, tenant: str) -> dict:
                 {"t": tenant},
             ).fetchall()
         )
-    return {"scope_rows": sizes, "assign_s": round(time.perf_counter() - started, 1)}
+    return {"scope_rows": sizes}
 
 
 def in_scope(url: str, tenant: str, ids: set, scope: ScopeFilter | None) -> int:
@@ -200,6 +206,12 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=5_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="keep the database here; a later run with the same directory (and --large) measures it again"
+        " without loading and indexing anew",
+    )
     args = parser.parse_args()
     wall = time.perf_counter()
     settings = Settings()
@@ -209,24 +221,28 @@ def main() -> None:
     protos = prototypes(args.pool, random.Random(7))
     corpus = build_corpus(LARGE_TENANT, args.large, protos, settings.extraction.generic_modifiers, seed=2)
     queries = make_queries(corpus, protos, args.queries + args.warmup, seed=4)
-    pool = np.asarray(embedder.embed([p.text() for p in protos]), dtype=np.float32)
     qvecs = np.asarray(embedder.embed(queries), dtype=np.float32)
-    vectors = corpus_vectors(corpus, pool, seed=6)
     rng = random.Random(11)
     users = [ScopeFilter(user_id=f"user-{rng.randrange(USERS)}") for _ in range(25)]
     agents = [ScopeFilter(agent_id=f"agent-{n}") for n in range(AGENTS)]
     tags = [ScopeFilter(tags=["billing"])]
 
     with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
-        url = embedded_database_url(Path(tmp))
+        url = embedded_database_url(args.data_dir or Path(tmp))
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
         store = MemoryStore(db, settings.decay, settings.merge)
         service = RetrievalService(settings=settings, store=store, embedder=embedder)
-        loaded = load(url, corpus, vectors, settings, seed=9)
-        scopes = assign_scopes(url, LARGE_TENANT)
-        print(f"{len(corpus)} memories loaded {loaded} {scopes}; building HNSW…", flush=True)
-        loaded["index_s"] = round(build_index(url), 1)
+        held = db.tenant_read(LARGE_TENANT, ("SELECT count(*) AS n FROM memories", None))[0]["n"]
+        if held == len(corpus):  # a kept database (--data-dir) built by an earlier run
+            loaded, scopes = {"memories": held, "reused": str(args.data_dir)}, scope_sizes(url, LARGE_TENANT)
+        else:
+            pool = np.asarray(embedder.embed([p.text() for p in protos]), dtype=np.float32)
+            vectors = corpus_vectors(corpus, pool, seed=6)
+            loaded = load(url, corpus, vectors, settings, seed=9)
+            scopes = assign_scopes(url, LARGE_TENANT)
+            print(f"{len(corpus)} memories loaded {loaded} {scopes}; building HNSW…", flush=True)
+            loaded["index_s"] = round(build_index(url), 1)
         variants = {"unscoped": [None], "user": users, "agent": agents, "tag": tags}
         load_before = os.getloadavg()
         results, raw = interleaved(

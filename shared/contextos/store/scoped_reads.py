@@ -5,12 +5,14 @@ as it does for history.
 Precision first: every candidate passes the scope predicate in the candidate pool (the one
 statement all results come through), whatever the searches returned. Recall second:
 
-- vector: a small scope (at most ``exact_scan_max_rows`` rows, counted through the scope's own
-  index) is scanned exactly — its rows found through that index, their distances sorted, the ANN
-  index kept out by ordering on an expression it does not serve; a large one asks the ANN index
-  for a breadth widened by how much of the tenant the scope is, filters, and falls back to the
-  exact scan when that comes up short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
-- text: the tenant-wide phrase search asked for more rows, then filtered to the scope.
+- vector: a small scope (at most ``SCOPED_EXACT_MAX_ROWS`` rows) is scanned exactly — on
+  PostgreSQL its vectors found through the scope copy on memory_vectors (migration 0023), elsewhere
+  through the scope's index on memories; the ANN index kept out by ordering on an expression it
+  does not serve. A large one asks the ANN index for a breadth widened by how much of the tenant
+  the scope is, filters the rows it returns, and falls back to the exact scan when that comes up
+  short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
+- text: a small scope is ranked by BM25 over its own rows and statistics in one statement; a
+  large one takes the tenant's ranking asked for more rows, then filtered to the scope.
 """
 
 from __future__ import annotations

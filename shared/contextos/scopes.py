@@ -39,6 +39,19 @@ class Scope(BaseModel):
         ]
         return "@" + ",".join(owners) if owners else ""
 
+    @property
+    def owner(self) -> Scope:
+        """Only who it belongs to (user, agent, run): what keeps one owner's memories apart from another's."""
+        return Scope(user_id=self.user_id, agent_id=self.agent_id, run_id=self.run_id)
+
+
+def key_owner(norm_key: str) -> str | None:
+    """The owner part of a merge key (`Scope.key_suffix`), None for a tenant-wide memory. The key's
+    words never hold an "@" (normalization drops punctuation), so the first one starts the suffix.
+    SQL reads the same with ``substring(norm_key from '@.*$')`` (`contextos.store.scopes`)."""
+    at = norm_key.find("@")
+    return norm_key[at:] if at >= 0 else None
+
 
 class ScopeFilter(BaseModel):
     """A read's filter: every given field must match (tags: all of them; metadata: each key equal)."""

@@ -18,9 +18,18 @@ from contextos.embedding import Embedder
 from contextos.extraction.validation import validate
 from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
 from contextos.normalization import norm_key
+from contextos.scopes import Scope
 from contextos.services.governance import TrustGate
-from contextos.sources import ConceptSource
+from contextos.sources import ConceptSource, DocumentSource
 from contextos.store.repository import MemoryStore
+from contextos.store.scopes import source_scope
+
+
+def _source_ids(source: ConceptSource) -> tuple:
+    """(document id, session id) of a source, one of them None."""
+    if isinstance(source, DocumentSource):
+        return source.document_id, None
+    return None, source.session_id
 
 
 @dataclass(frozen=True)
@@ -50,8 +59,10 @@ class Admission:
         report = validate(
             concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
         )
+        with self.store.db.tenant_tx(tenant_id) as conn:  # S11: whose memories these become
+            owner = source_scope(conn, tenant_id, *_source_ids(source)).owner
         candidates, held = TrustGate(self.settings).split(
-            self.candidates(report.accepted, source.provenance), source_text=source_text
+            self.candidates(report.accepted, source.provenance, owner=owner), source_text=source_text
         )
         counts = source.counts | {
             "accepted": len(report.accepted),
@@ -66,8 +77,11 @@ class Admission:
         self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
         return AdmissionResult(report=report, stored=stored)
 
-    def candidates(self, concepts: Sequence[Concept], default: Provenance) -> list[MemoryCandidate]:
-        """Embed every concept in one call and give each its key, decay rate and trust."""
+    def candidates(
+        self, concepts: Sequence[Concept], default: Provenance, *, owner: Scope | None = None
+    ) -> list[MemoryCandidate]:
+        """Embed every concept in one call and give each its key (namespaced by ``owner``, so it
+        merges only with that owner's memories), decay rate and trust."""
         if not concepts:
             return []
         modifiers = self.settings.extraction.generic_modifiers
@@ -75,7 +89,8 @@ class Admission:
         # said about it (that stays searchable as text), at a cost that does not grow with it.
         head = self.settings.extraction.embedded_definition_chars
         vectors = self.embedder.embed([f"{c.label}: {c.definition[:head]}" for c in concepts])
-        keys = [norm_key(c.label, modifiers) for c in concepts]
+        suffix = owner.key_suffix() if owner else ""
+        keys = [norm_key(c.label, modifiers) + suffix for c in concepts]
         key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
         out = []
         for c, key, vector in zip(concepts, keys, vectors, strict=True):

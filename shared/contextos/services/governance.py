@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from contextos.config import Settings
@@ -32,10 +33,11 @@ from contextos.governance_models import (
 from contextos.models import MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.observability import metrics
+from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.governance import GovernanceStore
 from contextos.store.repository import MemoryStore
-from contextos.store.scopes import apply_scope
+from contextos.store.scopes import apply_scope, source_scope
 from contextos.trust import candidate_signals, cap_provenance, gate_trust
 
 GENESIS_HASH = "0" * 64
@@ -84,6 +86,15 @@ def _origin(row: dict, candidate: MemoryCandidate) -> ConceptSource | None:
             provenance=candidate.provenance,
         )
     return None
+
+
+def _held_scope(conn: Any, tenant_id: str, row: dict) -> Scope:
+    """The scope of what a held candidate came from (S11): a manual write's own, else its
+    document's or session's; its promoted memory keeps it."""
+    kept = row["candidate"].get("scope")
+    if kept:
+        return Scope.model_validate(kept)
+    return source_scope(conn, tenant_id, row["document_id"], row["session_id"])
 
 
 def require_user(kind: str) -> None:
@@ -147,7 +158,7 @@ class GovernanceService:
         prejudged = self.store.prejudge(tenant_id, admitted)
         with self.store.db.tenant_tx(tenant_id) as conn:
             if held:
-                review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor)
+                review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor, scope=scope)
                 return MemoryAdmission(
                     status="held", review_id=review_ids[0], provenance=provenance, trust=held[0].trust
                 )
@@ -225,6 +236,7 @@ class GovernanceService:
                 source=_origin(row, candidate),
                 actor=actor,
             )
+            apply_scope(conn, tenant_id, result.memory_ids, _held_scope(conn, tenant_id, row))
         self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
         metrics.add_metric(name="CandidatesPromoted", unit="Count", value=1)
         return ReviewOutcome(id=review_id, status="promoted", memory_ids=result.memory_ids, store=result)

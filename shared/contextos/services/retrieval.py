@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from contextos.config import RelevanceRecipe, Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
-from contextos.errors import BadRequest, UnknownRecipe
+from contextos.errors import UnknownRecipe
 from contextos.models import (
     Band,
     ContextRequest,
@@ -30,7 +30,7 @@ from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence,
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads, PoolRequest
 from contextos.store.repository import MemoryStore
-from contextos.store.scoped_reads import ScopedReads
+from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params
 from contextos.trust import composite_trust
 
@@ -65,10 +65,11 @@ class RetrievalService:
         if query_vector is None:
             query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
         reads = self._reads(request.as_of, request.scope)  # S7: as_of answers from history; S11: scopes
-        # cold stubs carry no scope filter of their own: a scoped read searches the hot store only
-        searching_cold = self.cold is not None and request.as_of is None and not isinstance(reads, ScopedReads)
-        cold_job = (  # the stubs nearest by cosine, read beside the searches
-            _SEARCHES.submit(self.cold.store.cold_candidates, tenant_id, query_vector, [], limit=cfg.cold_k)
+        searching_cold = self.cold is not None and request.as_of is None
+        cold_job = (  # the stubs nearest by cosine (a stub keeps its scope), read beside the searches
+            _SEARCHES.submit(
+                self.cold.store.cold_candidates, tenant_id, query_vector, [], limit=cfg.cold_k, scope=request.scope
+            )
             if self.cold is not None and searching_cold
             else None
         )
@@ -77,7 +78,9 @@ class RetrievalService:
         )
         # S5, forgetting demotes: cold stubs near the query by cosine or found by the text search
         # compete with the hot candidates, and come back only when they rank among them
-        cold = self._cold_candidates(tenant_id, query_vector, found, cold_job.result()) if cold_job else []
+        cold = (
+            self._cold_candidates(tenant_id, query_vector, found, cold_job.result(), request.scope) if cold_job else []
+        )
         pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
         rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
@@ -165,15 +168,17 @@ class RetrievalService:
 
     def _reads(
         self, as_of: datetime | None, scope: ScopeFilter | None = None
-    ) -> MemoryStore | HistoricalReads | ScopedReads:
-        """The current store, the same reads within a scope (S11), or answered as of a past time (S7)."""
-        if scope is not None and not scope.empty:
-            if as_of is not None:
-                raise BadRequest("scope filters and as_of cannot be combined yet")
-            return ScopedReads(self.store, scope)
+    ) -> MemoryStore | HistoricalReads | ScopedReads | ScopedHistoricalReads:
+        """The current store, the same reads within a scope (S11), answered as of a past time (S7), or
+        both."""
+        cfg = self.settings.retrieval
+        scoped = scope is not None and not scope.empty
         if as_of is None:
-            return self.store
-        return HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
+            if not scoped:
+                return self.store
+            return ScopedReads(self.store, scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s)
+        history = HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
+        return ScopedHistoricalReads(history, scope, cfg.exact_scan_max_rows) if scoped else history
 
     def _search(
         self,
@@ -181,7 +186,7 @@ class RetrievalService:
         query: str,
         analysis: QueryAnalysis,
         query_vector: list[float],
-        reads: MemoryStore | HistoricalReads | ScopedReads | None = None,
+        reads: MemoryStore | HistoricalReads | ScopedReads | ScopedHistoricalReads | None = None,
         *,
         pinned: int = 0,
         with_cold: bool = False,
@@ -310,7 +315,12 @@ class RetrievalService:
         return out if keep_all_bands else among_best_evidence(out, cfg)
 
     def _cold_candidates(
-        self, tenant_id: str, query_vector: list[float], found: dict[object, dict[str, float]], near: list[dict]
+        self,
+        tenant_id: str,
+        query_vector: list[float],
+        found: dict[object, dict[str, float]],
+        near: list[dict],
+        scope: ScopeFilter | None = None,
     ) -> list[Candidate]:
         """Cold stubs as candidates (band forgotten): the ``near`` ones by cosine and those the text
         search found (``found`` entries flagged ``cold``, which are removed from it; read here only
@@ -321,7 +331,7 @@ class RetrievalService:
             del found[i]
         missing = [i for i in text if i not in {r["id"] for r in near}]
         if missing:
-            near = near + self.cold.store.cold_candidates(tenant_id, query_vector, missing, limit=0)
+            near = near + self.cold.store.cold_candidates(tenant_id, query_vector, missing, limit=0, scope=scope)
         now = datetime.now(UTC)
         out = []
         for row in near:

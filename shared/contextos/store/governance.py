@@ -20,7 +20,9 @@ from contextos.governance_models import HeldCandidate
 from contextos.judge import Judge, Judgement, JudgePair, Verdict
 from contextos.judge.local import reports_a_change, reports_an_update, reports_an_update_of_lexemes
 from contextos.models import MemoryCandidate
+from contextos.scopes import Scope, key_owner
 from contextos.store.db import Database
+from contextos.store.scopes import key_owner_sql
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -29,6 +31,12 @@ JudgementCache = dict[tuple[int, UUID, str], tuple[Judgement, bool]]
 
 
 UPDATE_REASON = "the newer statement reports a change to the same subject; both kept, the newer ranks first"
+
+
+def same_owner(alias: str) -> str:
+    """A memory ``alias`` belongs to the probe ``p``'s owner (S11: one user's memory is never judged
+    against, nor superseded by, another's)."""
+    return f"{key_owner_sql(alias + '.norm_key')} IS NOT DISTINCT FROM p.owner"
 
 
 def _premise(row: dict) -> str:
@@ -205,14 +213,15 @@ class ContradictionGate:
         with their label and lexemes."""
         cfg = self.settings
         return conn.execute(
-            """WITH probe AS (
-                   SELECT p.idx, p.embedding, (
+            f"""WITH probe AS (
+                   SELECT p.idx, p.embedding, p.owner, (
                               SELECT string_agg('(' || contextos_lexeme_literal(a.l) || ' & '
                                                 || contextos_lexeme_literal(b.l) || ')', ' | ')
                               FROM unnest(tsvector_to_array(to_tsvector('english', p.body))) a(l)
                               JOIN unnest(tsvector_to_array(to_tsvector('english', p.body))) b(l) ON a.l < b.l
                           )::tsquery AS pairs
-                   FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(bodies)s::text[]) AS p(idx, embedding, body)
+                   FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(bodies)s::text[], %(owners)s::text[])
+                       AS p(idx, embedding, body, owner)
                )
                SELECT p.idx, n.id, n.label, n.lexemes, n.similarity
                FROM probe p CROSS JOIN LATERAL (
@@ -220,7 +229,7 @@ class ContradictionGate:
                           1.0 - (v.embedding <=> p.embedding) AS similarity
                    FROM (SELECT c.id FROM memories c
                          WHERE c.tenant_id = %(tenant)s AND c.tier = 'cold' AND c.superseded_by IS NULL
-                           AND c.stub_tsv @@ p.pairs
+                           AND c.stub_tsv @@ p.pairs AND {same_owner("c")}
                          LIMIT %(rows)s) s
                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.id
                    JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.id
@@ -232,6 +241,7 @@ class ContradictionGate:
                 "idx": [i for i, _ in enumerate(candidates)],
                 "embs": [Vector(c.embedding) for c in candidates],
                 "bodies": [c.definition for c in candidates],
+                "owners": [key_owner(c.norm_key) for c in candidates],
                 "rows": cfg.contradiction_subject_rows,
                 "k": cfg.contradiction_top_k,
             },
@@ -284,6 +294,7 @@ class ContradictionGate:
             "idx": list(range(len(candidates))),
             "embs": [Vector(c.embedding) for c in candidates],
             "keys": list(final_keys),
+            "owners": [key_owner(c.norm_key) for c in candidates],
             "k": k,
         }
         exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
@@ -314,9 +325,10 @@ class ContradictionGate:
         most ``rows`` of them, and the active memory holding its final key. Only statements about
         the same subject can contradict (S7), and no ANN probe runs per concept."""
         return conn.execute(
-            """WITH probe AS (
-                   SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[])
-                       AS t(idx, embedding, final_key, own_key)
+            f"""WITH probe AS (
+                   SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[],
+                                        %(owners)s::text[])
+                       AS t(idx, embedding, final_key, own_key, owner)
                ),
                found AS (
                    SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
@@ -326,6 +338,7 @@ class ContradictionGate:
                              WHERE st.tenant_id = %(tenant)s AND st.term = ANY(contextos_subject_terms(p.own_key))
                              LIMIT %(rows)s) s
                        JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.memory_id AND m.state = 'active'
+                        AND {same_owner("m")}
                        JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
                        ORDER BY v.embedding <=> p.embedding LIMIT %(k)s
                    ) n
@@ -345,16 +358,17 @@ class ContradictionGate:
     def _nearest(conn: Any, params: dict, *, exact: bool) -> list[dict]:
         """The k nearest active memories of each probe (one statement for the batch), and the active
         memory holding each probe's key, with their cosine to the probe."""
-        nearest = """SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
-                     WHERE v.tenant_id = %(tenant)s AND v.searchable
-                     ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
+        nearest = f"""SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
+                      JOIN memories o ON o.tenant_id = v.tenant_id AND o.id = v.memory_id
+                      WHERE v.tenant_id = %(tenant)s AND v.searchable AND {same_owner("o")}
+                      ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
         if exact:
             conn.execute("SET LOCAL enable_indexscan = off")  # exact: never short (FIELD-NOTES)
         try:
             return conn.execute(
                 f"""WITH probe AS (
-                       SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[])
-                           AS t(idx, embedding, final_key)
+                       SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(owners)s::text[])
+                           AS t(idx, embedding, final_key, owner)
                    ),
                    found AS (
                        SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
@@ -481,9 +495,12 @@ class GovernanceStore:
         document_id: UUID | None = None,
         session_id: str | None = None,
         messages: tuple[int, int] | None = None,
+        scope: Scope | None = None,
     ) -> list[UUID]:
         """Put held candidates in the review queue (and nowhere else), each audit-logged.
-        ``messages``: the conversation range they came from, kept so a promotion points there."""
+        ``messages``: the conversation range they came from, kept so a promotion points there;
+        ``scope``: a manual write's own scope, kept so the promoted memory has it (a document's
+        or a session's is read from it at promotion)."""
         if not held:
             return []
         rows = conn.execute(
@@ -501,6 +518,7 @@ class GovernanceStore:
                         h.candidate.model_dump(mode="json")
                         | {"signals": h.signals}
                         | ({"messages": list(messages)} if messages else {})
+                        | ({"scope": scope.model_dump(mode="json")} if scope and not scope.empty else {})
                     )
                     for h in held
                 ],

@@ -18,11 +18,13 @@ from uuid import UUID
 from contextos.config import DecaySettings, LifecycleSettings
 from contextos.errors import BadRequest, NotFound
 from contextos.lsh import sketch
+from contextos.scopes import ScopeFilter
 from contextos.store.bands import delete_band_pairs, delete_bands, insert_bands
 from contextos.store.db import Database
 from contextos.store.dialect import Dialect
 from contextos.store.governance import write_audit
 from contextos.store.repository import MemoryStore
+from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
 from psycopg.types.json import Jsonb
@@ -64,11 +66,12 @@ class ArchiveClaim:
         """Shrink the hot rows to stubs that point at their bytes in ``object_key``: one transaction
         with the audit entries, committed when the claim's block ends without an error. A stub keeps
         its label, its embedding and the lexical form of label and definition (``stub_tsv``), so
-        both searches still find it (S5)."""
+        both searches still find it (S5), and its scope (user, agent, run, tags, metadata), so a
+        scoped read still finds it (S11)."""
         conn, tenant = self.conn, self.tenant_id
         ids = [r.memory_id for r in self.records]
         conn.execute(
-            """UPDATE memories AS m SET tier = 'cold', state = 'archived', definition = '', metadata = '{}',
+            """UPDATE memories AS m SET tier = 'cold', state = 'archived', definition = '',
                       stub_tsv = m.search_tsv,
                       acronyms = '{}', initials = NULL, next_transition_at = NULL, cold_object_key = %(key)s,
                       cold_byte_start = s.b, cold_byte_end = s.e, updated_at = now()
@@ -317,16 +320,26 @@ class LifecycleStore:
 
     # -- reactivation ---------------------------------------------------------------------
     def cold_candidates(
-        self, tenant_id: str, query_vector: Sequence[float], text_ids: Sequence[UUID], *, limit: int
+        self,
+        tenant_id: str,
+        query_vector: Sequence[float],
+        text_ids: Sequence[UUID],
+        *,
+        limit: int,
+        scope: ScopeFilter | None = None,
     ) -> list[dict]:
         """The query's cold candidates (S5, forgetting demotes): the ``limit`` cold stubs nearest the
         query by cosine, plus those the text search found (``text_ids``), each with its cosine and
-        what scoring reads of it. Whether any comes back is decided against the hot candidates."""
+        what scoring reads of it. Whether any comes back is decided against the hot candidates.
+        ``scope``: only stubs in it (a stub keeps its memory's scope, S11); where vectors carry the
+        scope the nearest are taken within it, elsewhere the tenant's nearest are filtered."""
+        dialect = self.db.dialect.name
+        near_scope = vector_scope_predicate("v", scope) if vectors_carry_scope(dialect) else "TRUE"
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
-                """WITH near AS (
+                f"""WITH near AS (
                        SELECT v.memory_id FROM memory_vectors v
-                       WHERE v.tenant_id = %(tenant)s AND v.cold
+                       WHERE v.tenant_id = %(tenant)s AND v.cold AND {near_scope}
                        ORDER BY v.embedding <=> %(q)s LIMIT %(limit)s
                    )
                    SELECT m.id, m.label, m.type, m.importance, m.access_count, m.last_accessed_at, m.base_trust,
@@ -336,8 +349,10 @@ class LifecycleStore:
                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                    WHERE m.tenant_id = %(tenant)s AND m.tier = 'cold' AND m.superseded_by IS NULL
                      AND m.cold_object_key IS NOT NULL
-                     AND (m.id IN (SELECT memory_id FROM near) OR m.id = ANY(%(ids)s::uuid[]))""",
-                {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit, "ids": list(text_ids)},
+                     AND (m.id IN (SELECT memory_id FROM near) OR m.id = ANY(%(ids)s::uuid[]))
+                     AND {scope_predicate("m", scope, dialect)}""",
+                {"tenant": tenant_id, "q": Vector(list(query_vector)), "limit": limit, "ids": list(text_ids)}
+                | scope_params(scope),
             ).fetchall()
 
     def cold_matches(

@@ -22,6 +22,7 @@ from contextos.governance_models import HeldCandidate
 from contextos.lsh import PREFIX_BITS, Sketch, max_hamming, signature_prefix, sketch
 from contextos.models import DocumentRecord, MemoryCandidate, Provenance, StoreResult
 from contextos.normalization import acronyms, initials
+from contextos.scopes import key_owner
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.bands import band_params, delete_bands, flat_keys, insert_bands, keys_literal
 from contextos.store.batch import StatementBatch
@@ -35,6 +36,7 @@ from contextos.store.governance import (
     write_audit,
 )
 from contextos.store.history import PoolRequest, candidate_pool_sql, graph_walk_sql, live_now, walk_params
+from contextos.store.scopes import key_owner_sql
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
 from contextos.store.text_search import BM25Params, bm25_call, phrases_call, rank_text, search_phrases
 from pgvector import Vector
@@ -559,9 +561,13 @@ class MemoryStore:
         open_idx = [i for i, c in enumerate(candidates) if c.norm_key not in existing]
         for i in open_idx:
             for row in pairs:
-                if row["norm_key"] != candidates[i].norm_key and (
-                    (cand_initials[i] and cand_initials[i] in row["acronyms"])
-                    or (row["initials"] and row["initials"] in cand_acronyms[i])
+                if (
+                    row["norm_key"] != candidates[i].norm_key
+                    and key_owner(row["norm_key"]) == key_owner(candidates[i].norm_key)
+                    and (
+                        (cand_initials[i] and cand_initials[i] in row["acronyms"])
+                        or (row["initials"] and row["initials"] in cand_acronyms[i])
+                    )
                 ):
                     targets[i], reasons[i] = row["norm_key"], "acronym"
                     break
@@ -597,9 +603,10 @@ class MemoryStore:
         signature_close = self.db.dialect.signature_filter_sql("b", "p.prefix", "%(max_distance)s")
         return (
             f"""probe AS MATERIALIZED (
-                   SELECT t.idx, t.type, t.embedding, t.prefix
-                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(prefixes)b::int8[])
-                       AS t(idx, type, embedding, prefix)
+                   SELECT t.idx, t.type, t.embedding, t.prefix, t.owner
+                   FROM unnest(%(idx)b::int[], %(types)b::text[], %(embs)b::vector[], %(prefixes)b::int8[],
+                               %(owners)s::text[])
+                       AS t(idx, type, embedding, prefix, owner)
                ),
                hits AS MATERIALIZED (
                    SELECT DISTINCT p.idx, b.memory_id
@@ -619,6 +626,7 @@ class MemoryStore:
                    SELECT m.norm_key, v.embedding
                    FROM memory_vectors v
                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = v.memory_id AND m.state = 'active'
+                    AND {key_owner_sql("m.norm_key")} IS NOT DISTINCT FROM p.owner
                    WHERE v.tenant_id = %(tenant)s AND v.memory_id = h.memory_id AND v.searchable AND v.type = p.type
                    OFFSET 0
                ) AS v
@@ -628,6 +636,7 @@ class MemoryStore:
                 "idx": list(range(len(candidates))),
                 "types": [c.type for c in candidates],
                 "embs": list(vectors),
+                "owners": [key_owner(c.norm_key) for c in candidates],  # S11: merges stay within one owner
                 "prefixes": [signature_prefix(s) for s in lsh.signatures],
                 "band_idx": keys_literal([i for i, keys in enumerate(lsh.band_keys) for _ in keys]),
                 "band_keys": keys_literal(flat_keys(lsh.band_keys)),

@@ -5,12 +5,14 @@ as it does for history.
 Precision first: every candidate passes the scope predicate in the candidate pool (the one
 statement all results come through), whatever the searches returned. Recall second:
 
-- vector: a small scope (at most ``exact_scan_max_rows`` rows, counted through the scope's own
-  index) is scanned exactly — its rows found through that index, their distances sorted, the ANN
-  index kept out by ordering on an expression it does not serve; a large one asks the ANN index
-  for a breadth widened by how much of the tenant the scope is, filters, and falls back to the
-  exact scan when that comes up short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
-- text: the tenant-wide phrase search asked for more rows, then filtered to the scope.
+- vector: a small scope (at most ``SCOPED_EXACT_MAX_ROWS`` rows) is scanned exactly — on
+  PostgreSQL its vectors found through the scope copy on memory_vectors (migration 0023), elsewhere
+  through the scope's index on memories; the ANN index kept out by ordering on an expression it
+  does not serve. A large one asks the ANN index for a breadth widened by how much of the tenant
+  the scope is, filters the rows it returns, and falls back to the exact scan when that comes up
+  short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
+- text: a small scope is ranked by BM25 over its own rows and statistics in one statement; a
+  large one takes the tenant's ranking asked for more rows, then filtered to the scope.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextos.scopes import ScopeFilter
-from contextos.store.history import PoolRequest, candidate_pool_sql, live_now
+from contextos.store.history import HistoricalReads, PoolRequest, believed, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
-from contextos.store.scopes import scope_params, scope_predicate
+from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
 from contextos.store.text_search import BM25Params
 from pgvector import Vector
 
@@ -31,6 +33,48 @@ SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's in
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
 TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
 
+
+# BM25 (as migration 0016 scores it) over a small scope's own rows and statistics, in one statement:
+# the scope's rows (at most cap + 1), the query's lexemes with their weights, each row's occurrences
+# of them, then per row the sum of weight · idf · tf-saturation. One row at least, carrying how many
+# rows the scope holds (its id NULL when nothing in the scope matches).
+_SCOPE_BM25 = """
+WITH scoped AS MATERIALIZED (
+    SELECT m.id, m.search_tsv FROM memories m WHERE m.tenant_id = %(tenant)s AND {scoped} LIMIT %(cap)s + 1
+),
+q AS (
+    SELECT v.lexeme, max(t.w)::float8 AS w
+    FROM (SELECT %(query)s::text AS term, 1.0::float8 AS w
+          UNION ALL SELECT e, %(extra_weight)s::float8 FROM unnest(%(extra)s::text[]) e) t
+    CROSS JOIN LATERAL unnest(to_tsvector('english', t.term)) v
+    GROUP BY v.lexeme
+),
+stats AS (
+    SELECT count(*)::float8 AS n, greatest(coalesce(avg(length(s.search_tsv)), 1), 1)::float8 AS avglen,
+           (SELECT array_agg(lexeme) FROM q) AS lexemes
+    FROM scoped s
+),
+hits AS (
+    SELECT s.id, u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf, length(s.search_tsv)::float8 AS len
+    FROM scoped s CROSS JOIN stats st
+    CROSS JOIN LATERAL unnest(ts_filter(setweight(s.search_tsv, 'A', st.lexemes), '{{a}}')) u
+    WHERE u.lexeme = ANY(st.lexemes)
+),
+df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)
+SELECT ranked.id, ranked.score, ranked.matched, st.n::int AS scope_rows
+FROM stats st
+LEFT JOIN LATERAL (
+    SELECT h.id,
+           sum(q.w * ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
+               * h.tf / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.len / st.avglen)))::real AS score,
+           count(*)::int AS matched
+    FROM hits h JOIN q ON q.lexeme = h.lexeme JOIN df ON df.lexeme = h.lexeme
+    GROUP BY h.id
+    ORDER BY 2 DESC, 1
+    LIMIT %(k)s
+) ranked ON true
+ORDER BY ranked.score DESC NULLS LAST, ranked.id
+"""
 
 # (tenant, scope) → (rows at least, read at monotonic s) for scopes too large for the exact pass, so
 # their next queries go straight to the widened ANN; bounded, per process.
@@ -49,6 +93,8 @@ def _remember(key: tuple[str, str], value: tuple[int, float]) -> None:
 class ScopedReads:
     store: MemoryStore
     scope: ScopeFilter
+    exact_scan_max_rows: int = 20_000  # the retrieval settings' (what the text side's exact pass is bounded by)
+    scope_cache_s: float = 30.0  # how long a scope found too large for the exact pass is remembered
 
     def enumerated(self, alias: str) -> str:
         """`live`, for a statement that finds the scope's rows from the filter alone."""
@@ -70,6 +116,42 @@ class ScopedReads:
     def _params(self, tenant_id: str) -> dict:
         return {"tenant": tenant_id} | scope_params(self.scope)
 
+    @property
+    def _by_vector_row(self) -> bool:
+        """The scope's vectors are found on memory_vectors itself (migration 0023): an owner field
+        (user, agent, run) has a btree there; tags and metadata alone are enumerated on memories."""
+        scope = self.scope
+        return vectors_carry_scope(self.store.db.dialect.name) and bool(scope.user_id or scope.agent_id or scope.run_id)
+
+    def _exact_sql(self, *, capped: bool) -> str:
+        """The scope's vectors, exactly: each distance once, the nearest k, and how many the scope
+        holds (at most cap + 1 when ``capped``)."""
+        limit = "LIMIT %(cap)s + 1" if capped else ""
+        if self._by_vector_row:
+            meta = ""
+            if self.scope.metadata:  # not copied onto vectors: checked on the memories' rows
+                meta = f""" AND EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = v.tenant_id AND m.id = v.memory_id
+                                         AND {scope_predicate("m", self.scope, self.store.db.dialect.name)})"""
+            in_scope = vector_scope_predicate("v", self.scope)
+            scoped = f"""SELECT v.memory_id, v.embedding <=> %(q)s AS distance FROM memory_vectors v
+                         WHERE v.tenant_id = %(tenant)s AND v.searchable AND {in_scope}{meta}
+                         {limit}"""
+        else:
+            scoped = f"""SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                         FROM (SELECT m.id FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.enumerated("m")}
+                               {limit}) ids
+                         JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = ids.id AND v.searchable"""
+        # the sort key is not the ANN index's expression, so the index stays out of the exact pass
+        return f"""WITH scoped AS MATERIALIZED ({scoped})
+                   SELECT memory_id AS id, 1.0 - distance AS vector_sim, (SELECT count(*) FROM scoped) AS scope_rows
+                   FROM scoped ORDER BY distance + 0.0, memory_id LIMIT %(k)s"""
+
+    def _is_large(self, tenant_id: str, scope_cache_s: float) -> tuple[int, float] | None:
+        known = _LARGE_SCOPES.get((tenant_id, self.scope.model_dump_json()))
+        if known is None or time.monotonic() - known[1] > max(scope_cache_s, 1.0):
+            return None
+        return known
+
     def vector_search(
         self,
         tenant_id: str,
@@ -83,21 +165,12 @@ class ScopedReads:
         db = self.store.db
         cap = min(exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
         params = self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k, "cap": cap}
-        # One round trip for a small scope: its ids (at most cap + 1, through the scope's index), their
-        # exact distances, and how many there were; more than cap means the scope is large.
-        exact = f"""WITH scoped AS MATERIALIZED (
-                        SELECT m.id FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.enumerated("m")}
-                        LIMIT %(cap)s + 1)
-                    SELECT v.memory_id AS id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim,
-                           (SELECT count(*) FROM scoped) AS scope_rows
-                    FROM scoped
-                    JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = scoped.id AND v.searchable
-                    ORDER BY (v.embedding <=> %(q)s) + 0.0, v.memory_id
-                    LIMIT %(k)s"""
         key = (tenant_id, self.scope.model_dump_json())
-        known = _LARGE_SCOPES.get(key)
-        if known is None or time.monotonic() - known[1] > max(scope_cache_s, 1.0):
-            rows = db.tenant_read(tenant_id, *self._hints(), (exact, params))
+        known = self._is_large(tenant_id, scope_cache_s)
+        if known is None:
+            # One round trip for a small scope: its vectors (at most cap + 1), their exact distances,
+            # and how many there were; more than cap means the scope is large.
+            rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=True), params))
             if not rows or int(rows[0]["scope_rows"]) <= cap or db.dialect.name != "postgres":
                 _LARGE_SCOPES.pop(key, None)
                 return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
@@ -106,19 +179,30 @@ class ScopedReads:
         size = known[0]
         hot = max(self.store._scope_size(tenant_id, scope_cache_s), size)
         breadth = min(MAX_BREADTH, max(ef_search, k) * max(1, round(2 * hot / size)))
+        if vectors_carry_scope(db.dialect.name):  # the ANN's rows carry the scope: filtered as they come
+            near_scope = vector_scope_predicate("near", self.scope)
+            memories = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
+            join = memories if self.scope.metadata else ""
+        else:
+            near_scope = "TRUE"
+            join = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
         ann = f"""SELECT id, vector_sim FROM (
                       SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance
                       FROM (
-                          (SELECT v.memory_id, v.embedding <=> %(q)s AS distance FROM memory_vectors v
-                           WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
-                           ORDER BY v.embedding <=> %(q)s LIMIT %(breadth)s)
+                          SELECT * FROM (
+                              SELECT v.memory_id, v.embedding <=> %(q)s AS distance, v.user_id, v.agent_id, v.run_id,
+                                     v.tags
+                              FROM memory_vectors v
+                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                              ORDER BY v.embedding <=> %(q)s LIMIT %(breadth)s) ann
                           UNION ALL
-                          (SELECT v.memory_id, v.embedding <=> %(q)s FROM memory_vectors v
+                          (SELECT v.memory_id, v.embedding <=> %(q)s, v.user_id, v.agent_id, v.run_id, v.tags
+                           FROM memory_vectors v
                            WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
                            ORDER BY (v.embedding <=> %(q)s) + 0.0 LIMIT %(breadth)s)
                       ) near
-                      JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id
-                      WHERE {self.live("m")}
+                      {join}
+                      WHERE {near_scope}
                   ) hits
                   ORDER BY distance, id
                   LIMIT %(k)s"""
@@ -126,8 +210,7 @@ class ScopedReads:
             tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
         )
         if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
-            whole = exact.replace("LIMIT %(cap)s + 1", "")
-            rows = db.tenant_read(tenant_id, *self._hints(), (whole, params))
+            rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=False), params))
             found = [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
         return found
 
@@ -143,14 +226,30 @@ class ScopedReads:
         params: BM25Params,
         with_cold: bool = False,
     ) -> list[dict]:
-        """The tenant's BM25 ranking, widened, then the scope's own rows of it in rank order."""
+        """BM25 within the scope. A small scope is ranked exactly in one statement over its own rows
+        and its own statistics (N, document frequencies and mean length counted over the scope: a
+        user's memories are the corpus that user searches); a large one takes the tenant's
+        ranking, widened, and keeps its own rows of it in rank order."""
+        db = self.store.db
+        small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
+        if db.dialect.name == "postgres" and self._is_large(tenant_id, self.scope_cache_s) is None:
+            rows = db.tenant_read(
+                tenant_id,
+                *self._hints(),
+                (
+                    _SCOPE_BM25.format(scoped=self.enumerated("m")),
+                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
+                ),
+            )
+            if rows and int(rows[0]["scope_rows"]) <= small:
+                return [_text_row(r) for r in rows if r["id"] is not None]
         hits = self.store.text_rank(
             tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params, with_cold=with_cold
         )
         if not hits:
             return []
-        dialect = self.store.db.dialect.name
-        rows = self.store.db.tenant_read(
+        dialect = db.dialect.name
+        rows = db.tenant_read(
             tenant_id,
             *self._hints(),
             (
@@ -173,3 +272,111 @@ class ScopedReads:
                 request.params(tenant_id, query_vector) | scope_params(self.scope),
             ),
         )
+
+
+@dataclass
+class ScopedHistoricalReads:
+    """A scope and ``as_of`` together (S7 with S11): what was believed then, among the memories in
+    the scope now (scopes are organisation and carry no history of their own). The historical reads
+    already scan the tenant's vectors exactly, so the scope costs them nothing more; its text is
+    ranked over the scope's believed rows when they are few, else the tenant's historical ranking
+    widened and filtered."""
+
+    history: HistoricalReads
+    scope: ScopeFilter
+    exact_scan_max_rows: int = 20_000
+
+    def live(self, alias: str) -> str:
+        """Believed at %(as_of)s and in scope, on a memories alias."""
+        dialect = self.history.db.dialect.name
+        return f"({believed(alias)} AND {scope_predicate(alias, self.scope, dialect)})"
+
+    def _params(self, tenant_id: str) -> dict:
+        return {"tenant": tenant_id, "as_of": self.history.as_of} | scope_params(self.scope)
+
+    def vector_search(
+        self,
+        tenant_id: str,
+        embedding: Sequence[float],
+        *,
+        k: int,
+        ef_search: int = 0,
+        exact_scan_max_rows: int = 0,
+        scope_cache_s: float = 0.0,
+    ) -> list[dict]:
+        return self.history.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT m.id, 1.0 - (v.embedding <=> %(q)s) AS vector_sim
+                    FROM memory_vectors v
+                    JOIN memories m ON m.tenant_id = v.tenant_id AND m.id = v.memory_id
+                    WHERE v.tenant_id = %(tenant)s AND {self.live("m")}
+                    ORDER BY (v.embedding <=> %(q)s) + 0.0, m.id
+                    LIMIT %(k)s""",
+                self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k},
+            ),
+        )
+
+    def text_rank(
+        self,
+        tenant_id: str,
+        query: str,
+        extra: Sequence[str],
+        phrases: Sequence[Sequence[str]],
+        *,
+        k: int,
+        cap: int | None,
+        params: BM25Params,
+        with_cold: bool = False,
+    ) -> list[dict]:
+        db = self.history.db
+        small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
+        if db.dialect.name == "postgres":
+            rows = db.tenant_read(
+                tenant_id,
+                (
+                    _SCOPE_BM25.format(scoped=self.live("m")),
+                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
+                ),
+            )
+            if rows and int(rows[0]["scope_rows"]) <= small:
+                return [_text_row(r) for r in rows if r["id"] is not None]
+        hits = self.history.text_rank(tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params)
+        if not hits:
+            return []
+        rows = db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT m.id FROM memories m
+                    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s) AND {self.live("m")}""",
+                self._params(tenant_id) | {"ids": sorted({h["id"] for h in hits})},
+            ),
+        )
+        keep = {r["id"] for r in rows}
+        return [h for h in hits if h["id"] in keep][:k]
+
+    def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
+        return self.history.db.tenant_read(
+            tenant_id,
+            (
+                candidate_pool_sql(self.live, as_of=True, hops=request.hops),
+                request.params(tenant_id, query_vector) | self._params(tenant_id),
+            ),
+        )
+
+
+def _bm25_params(query: str, extra: Sequence[str], params: BM25Params, *, k: int, cap: int) -> dict:
+    """`_SCOPE_BM25`'s query parameters."""
+    return {
+        "query": query,
+        "extra": list(extra),
+        "extra_weight": params.extra_weight,
+        "k1": params.k1,
+        "b": params.b,
+        "k": k,
+        "cap": cap,
+    }
+
+
+def _text_row(row: dict) -> dict:
+    return {"id": row["id"], "score": row["score"], "matched": row["matched"], "cold": False}

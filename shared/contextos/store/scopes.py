@@ -40,6 +40,32 @@ def scope_predicate(
     return "(" + " AND ".join(parts) + ")"
 
 
+def vectors_carry_scope(dialect: str) -> bool:
+    """Whether memory_vectors holds a copy of each memory's user, agent, run and tags (migration
+    0023, kept by triggers); CockroachDB reads them from memories."""
+    return dialect == "postgres"
+
+
+def vector_scope_predicate(alias: str, scope: ScopeFilter | None) -> str:
+    """``TRUE`` or the filter's user, agent, run and tags on a memory_vectors alias (their copy,
+    migration 0023); metadata is not copied, so a metadata filter also needs `scope_predicate`."""
+    if scope is None or scope.empty:
+        return "TRUE"
+    parts = [
+        f"{alias}.{field} = %(scope_{field})s" for field in ("user_id", "agent_id", "run_id") if getattr(scope, field)
+    ]
+    if scope.tags:
+        parts.append(f"{alias}.tags @> %(scope_tags)s::text[]")
+    return "(" + " AND ".join(parts) + ")" if parts else "TRUE"
+
+
+def key_owner_sql(key: str) -> str:
+    """`contextos.scopes.key_owner` in SQL (both dialects): the owner suffix of the merge key
+    ``key``, NULL for a tenant-wide memory. Merges and supersessions compare it with
+    IS NOT DISTINCT FROM, so they stay within one owner (S11: precision first)."""
+    return f"(CASE WHEN strpos({key}, '@') > 0 THEN substr({key}, strpos({key}, '@')) END)"
+
+
 def scope_params(scope: ScopeFilter | None) -> dict[str, Any]:
     if scope is None:
         return {}
@@ -73,6 +99,22 @@ def apply_scope(conn: Any, tenant_id: str, memory_ids: list, scope: Scope) -> No
             "ids": list(memory_ids),
         },
     )
+
+
+def source_scope(conn: Any, tenant_id: str, document_id: Any = None, session_id: str | None = None) -> Scope:
+    """The scope a document or a session was written with (empty when it has none): what the
+    memories it teaches belong to."""
+    if document_id is not None:
+        sql = "SELECT user_id, agent_id, run_id, tags FROM documents WHERE tenant_id = %s AND id = %s"
+        row = conn.execute(sql, [tenant_id, document_id]).fetchone()
+    elif session_id is not None:
+        sql = "SELECT user_id, agent_id, run_id, tags FROM sessions WHERE tenant_id = %s AND id = %s"
+        row = conn.execute(sql, [tenant_id, session_id]).fetchone()
+    else:
+        row = None
+    if row is None:
+        return Scope()
+    return Scope(user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"], tags=list(row["tags"] or []))
 
 
 def set_document_scope(conn: Any, tenant_id: str, document_id: Any, scope: Scope) -> None:

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 
 from contextos.errors import Unauthorized
 from contextos.models import Provenance
-from contextos.services.ingestion import valid_tenant
+from contextos.tenancy import valid_tenant
 
 TENANT_CLAIM = "custom:tenant_id"
 

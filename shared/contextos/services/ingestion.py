@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -39,9 +38,9 @@ from contextos.services.admission import Admission
 from contextos.sources import DocumentSource
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import inherit_document_scope, set_document_scope
+from contextos.tenancy import valid_tenant
 from contextos.workspace.format import has_frontmatter
 
-_TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 MAX_ATTEMPTS = 3
 
 
@@ -52,10 +51,6 @@ class BlobStore(Protocol):
 
 class JobQueue(Protocol):
     def send(self, message: dict) -> str: ...
-
-
-def valid_tenant(tenant_id: str) -> bool:
-    return bool(_TENANT_PATTERN.match(tenant_id or ""))
 
 
 @dataclass

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from contextos.errors import BadRequest
 from contextos.models import Provenance
-from contextos.services.ingestion import valid_tenant
 from contextos.store.db import Database
+from contextos.tenancy import valid_tenant
 
 KEY_PREFIX = "ctx_"
 

@@ -34,6 +34,7 @@ from contextos.normalization import norm_key
 from contextos.observability import metrics
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.governance import GovernanceStore
+from contextos.store.relationships import outgoing
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import apply_scope
 from contextos.trust import candidate_signals, cap_provenance, gate_trust
@@ -156,19 +157,15 @@ class GovernanceService:
             )
             memory_id = result.memory_ids[0]
             apply_scope(conn, tenant_id, [memory_id], scope)
-            links = conn.execute(
-                """SELECT dst_id, type FROM relationships
-                   WHERE tenant_id = %s AND src_id = %s AND type IN ('supersedes', 'corroborates')""",
-                [tenant_id, memory_id],
-            ).fetchall()
+            links = outgoing(conn, tenant_id, memory_id, ("supersedes", "corroborates"))
         self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
         return MemoryAdmission(
             status="admitted",
             memory_id=memory_id,
             provenance=provenance,
             trust=candidate.base_trust,
-            superseded=sorted(r["dst_id"] for r in links if r["type"] == "supersedes"),
-            corroborated=sorted(r["dst_id"] for r in links if r["type"] == "corroborates"),
+            superseded=links["supersedes"],
+            corroborated=links["corroborates"],
         )
 
     # -- the review queue ------------------------------------------------------------------

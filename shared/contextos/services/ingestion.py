@@ -36,8 +36,8 @@ from contextos.parsing import content_hash, pack_sections, parse_document, safe_
 from contextos.scopes import Scope
 from contextos.services.admission import Admission
 from contextos.sources import DocumentSource
+from contextos.store.document_scopes import scope_document, scope_document_memories
 from contextos.store.repository import MemoryStore
-from contextos.store.scopes import inherit_document_scope, set_document_scope
 from contextos.tenancy import valid_tenant
 from contextos.workspace.format import has_frontmatter
 
@@ -93,8 +93,7 @@ class IngestionService:
         )
         scope = Scope(user_id=request.user_id, agent_id=request.agent_id, run_id=request.run_id, tags=request.tags)
         if created and not scope.empty:
-            with self.store.db.tenant_tx(tenant_id) as conn:
-                set_document_scope(conn, tenant_id, record.id, scope)
+            scope_document(self.store.db, tenant_id, record.id, scope)
         if created or record.status == "queued":
             self.queue.send(DocumentJob(tenant_id=tenant_id, document_id=record.id).model_dump(mode="json"))
         metrics.add_metric(name="DocumentsSubmitted", unit="Count", value=1)
@@ -246,8 +245,7 @@ class IngestionService:
             raw_s3_key=raw_key,
         )
         result = self.admission.admit(tenant_id, concepts, source, source_text=parsed.text).stored
-        with self.store.db.tenant_tx(tenant_id) as conn:
-            inherit_document_scope(conn, tenant_id, document_id)
+        scope_document_memories(self.store.db, tenant_id, document_id)
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 

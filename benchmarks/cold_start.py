@@ -35,7 +35,7 @@ from benchmarks.report import write_report
 ROOT = Path(__file__).resolve().parents[1]
 LAMBDA_UNZIPPED_LIMIT_MB = 250.0
 
-BARE_POWERTOOLS = '''
+BARE_POWERTOOLS = """
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.logging import correlation_paths
@@ -56,7 +56,7 @@ def ping() -> dict:
 @metrics.log_metrics
 def lambda_handler(event, context):
     return app.resolve(event, context)
-'''
+"""
 
 # Runs inside the fresh interpreter: the import, then (lambda mode) the deferred tracer build.
 PROBE = """

@@ -68,7 +68,7 @@ def build_app() -> APIGatewayRestResolver:
             spec.replace("</", "<\\/"),
             (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
             (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
-            None,
+            "",  # no base URL: the assets are inlined
             None,
             False,
         )

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NoReturn
 from uuid import UUID
 
 from contextos.config import Settings
@@ -236,7 +237,7 @@ class GovernanceService:
         metrics.add_metric(name="CandidatesRejected", unit="Count", value=1)
         return ReviewOutcome(id=review_id, status="rejected")
 
-    def _not_pending(self, tenant_id: str, review_id: UUID) -> None:
+    def _not_pending(self, tenant_id: str, review_id: UUID) -> NoReturn:
         status = self.governance.review_status(tenant_id, review_id)  # NotFound when it is not there
         raise Conflict(f"review item {review_id} is already {status}")
 

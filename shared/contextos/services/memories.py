@@ -10,11 +10,12 @@ management verbs the API, the CLI, the MCP server and the markdown workspace sha
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from contextos.config import DecaySettings, Settings
@@ -210,6 +211,7 @@ class MemoryService:
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["tier"] == "cold":
                 raise NotRestorable("this memory is in cold storage; a matching query brings it back")
+            undo: Literal["supersession", "forget"]
             if row["forgotten_at"] is not None:
                 undo, state = "forget", row["forgotten_state"] or "active"
             elif row["state"] == "superseded":
@@ -275,7 +277,7 @@ class MemoryService:
             raw_objects_removed=raw,
         )
 
-    def _expunge(self, conn: Any, tenant_id: str, ids: list[UUID], rewrite: Rewrite = drop) -> Expunged | None:
+    def _expunge(self, conn: Any, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop) -> Expunged | None:
         if not ids:
             return None
         settings = self._settings

@@ -19,7 +19,7 @@ from contextos.config import DecaySettings, LifecycleSettings
 from contextos.errors import BadRequest, NotFound
 from contextos.lsh import sketch
 from contextos.store.bands import delete_band_pairs, delete_bands, insert_bands
-from contextos.store.db import Database
+from contextos.store.db import Database, one
 from contextos.store.dialect import Dialect
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
@@ -236,6 +236,7 @@ class LifecycleStore:
                        (SELECT id FROM last) AS last_id""",
                 {"tenant": tenant_id, "after_at": after_at, "after_id": after_id, "limit": limit},
             ).fetchone()
+        row = one(row)
         claimed = int(row["claimed"])
         return TransitionBatch(
             claimed=claimed,

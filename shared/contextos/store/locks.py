@@ -3,12 +3,12 @@ hard deletes (a row lock works in both dialects)."""
 
 from __future__ import annotations
 
+from contextos.store.db import Conn, one
 from contextos.store.repository import LOCK_TENANT_SQL
-from psycopg import Connection
 
 
-def lock_tenant(conn: Connection, tenant_id: str) -> int:
+def lock_tenant(conn: Conn, tenant_id: str) -> int:
     """Take the tenant's lock for the rest of the transaction; return its hot memory count (zero:
     nothing to merge with, so an admission can skip its lookups)."""
-    row = conn.execute(LOCK_TENANT_SQL, [tenant_id]).fetchone()
+    row = one(conn.execute(LOCK_TENANT_SQL, [tenant_id]).fetchone())
     return int(row["hot_memories"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from psycopg import Connection
+from contextos.store.db import Conn
 
 
-def outgoing(conn: Connection, tenant_id: str, memory_id: UUID, types: Sequence[str]) -> dict[str, list[UUID]]:
+def outgoing(conn: Conn, tenant_id: str, memory_id: UUID, types: Sequence[str]) -> dict[str, list[UUID]]:
     """The memories ``memory_id`` points at, by edge type (only the given types), each list sorted."""
     rows = conn.execute(
         """SELECT dst_id, type FROM relationships

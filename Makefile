@@ -53,7 +53,7 @@ openapi: install
 	$(PY) -m contextos.api.openapi docs/openapi.json
 
 bench: install
-	$(PY) benchmarks/embedding.py
+	$(PY) -m benchmarks.embedding
 
 ## Extraction quality over third-party documents (two of them are PDFs from Debian packages)
 bench-doc-qa: install

@@ -33,6 +33,8 @@ test-infra: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 format: install
 	$(VENV)/bin/ruff format .
@@ -51,7 +53,7 @@ openapi: install
 	$(PY) -m contextos.api.openapi docs/openapi.json
 
 bench: install
-	$(PY) benchmarks/embedding.py
+	$(PY) -m benchmarks.embedding
 
 ## Extraction quality over third-party documents (two of them are PDFs from Debian packages)
 bench-doc-qa: install

@@ -6,7 +6,7 @@
 - sweep: claim every idle session of many tenants, in sessions/s.
 
 The queue is an in-process list (the SQS send is not what is measured). Run:
-``.venv/bin/python benchmarks/conversations.py [--sessions 200] [--messages 20] [--tenants 20]``.
+``python -m benchmarks.conversations [--sessions 200] [--messages 20] [--tenants 20]``.
 A fresh embedded PostgreSQL is started in a temp dir, so nothing touches ``.contextos/``.
 """
 
@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contextos.config import Settings
 from contextos.conversations import MessageCreate

@@ -1,17 +1,13 @@
 """Local embedding throughput: batched (the ingest path) against one text at a time (the baseline).
 
-Run: ``.venv/bin/python benchmarks/embedding.py [--texts 512]``. Both are measured in this run on
+Run: ``python -m benchmarks.embedding [--texts 512]``. Both are measured in this run on
 the same texts, so the ratio holds whatever the machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contextos.embedding.local import LocalMiniLMEmbedder
 

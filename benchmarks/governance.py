@@ -8,7 +8,7 @@ and has on average two explicit ``related`` edges; 5 % of the memories are 40 da
 Measured: the full ``ReportService.run`` (judge = the local heuristic), each store query alone,
 ``health``, and the community lookup the read path makes per query.
 
-Run: ``.venv/bin/python benchmarks/governance.py`` (``--size 10000`` by default, about two
+Run: ``python -m benchmarks.governance`` (``--size 10000`` by default, about two
 minutes on 2 cores). Figures go to ``benchmarks/reports/governance.json`` and ``.md``.
 """
 
@@ -16,69 +16,26 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
-import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from contextos.config import Settings
 from contextos.judge.local import LocalHeuristicJudge
-from contextos.models import MemoryCandidate, Provenance
 from contextos.observability import metrics
 from contextos.services.reports import ReportService
 from contextos.store.db import Database
-from contextos.store.dialect import get_dialect
-from contextos.store.embedded import embedded_database_url
-from contextos.store.migrate import migrate
 from contextos.store.reports import ReportStore, community_peers
 from contextos.store.repository import MemoryStore
 
+from benchmarks.fixtures import analyze, bulk_load, corpus, embedded_store, timed
 from benchmarks.report import write_report
 
 TENANT = "bench-governance"
-TYPES = ["problem", "decision", "fact", "entity", "event", "preference", "code"]
-
-
-def timed(fn, *args, **kwargs) -> tuple[float, object]:
-    started = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return round((time.perf_counter() - started) * 1000, 1), result
 
 
 def load(store: MemoryStore, db: Database, size: int, rng: np.random.Generator) -> list:
-    vectors = rng.standard_normal((size, 384)).astype(np.float32)
-    definitions = [f"Memory {i} is about topic {i % 97} and component {i % 13}." for i in range(size)]
-    duplicates = rng.choice(size, size // 50, replace=False)
-    for i in duplicates:  # a near duplicate of another memory of the same type (cosine ≈ 0.99)
-        j = (i + len(TYPES)) % size
-        vectors[i] = vectors[j] + 0.1 * rng.standard_normal(384)
-        definitions[i] = "In short: " + definitions[j]
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    now = datetime.now(UTC)
-    ids: list = []
-    for start in range(0, size, 1000):
-        batch = range(start, min(start + 1000, size))
-        candidates = [
-            MemoryCandidate(
-                norm_key=f"memory {i}",
-                label=f"Memory {i}",
-                definition=definitions[i],
-                type=TYPES[i % len(TYPES)],
-                importance=int(1 + i % 10),
-                embedding=vectors[i].tolist(),
-                decay_rate=0.15,
-                provenance=Provenance.user_upload,
-                base_trust=0.9,
-            )
-            for i in batch
-        ]
-        at = [now - timedelta(days=40 if i % 20 == 0 else 0) for i in batch]
-        ids += store.add_memories(TENANT, candidates, embedder_id="bench", at=at)
+    ids = bulk_load(store, TENANT, corpus(size, rng))
     documents = max(size // 50, 2)
     tags = max(size // 30, 2)
     item_memory, item_document = [], []
@@ -125,15 +82,10 @@ def main() -> None:
     metrics.disable_metrics = True  # type: ignore[attr-defined]
     rng = np.random.default_rng(7)
     settings = Settings()
-    with tempfile.TemporaryDirectory() as tmp:
-        url = embedded_database_url(Path(tmp))
-        migrate(url, get_dialect("postgres"), 384, "bench")
-        db = Database(url, get_dialect("postgres"), max_size=4)
-        store = MemoryStore(db, settings.decay, settings.merge)
+    with tempfile.TemporaryDirectory() as tmp, embedded_store(Path(tmp), settings) as store:
+        db = store.db
         load_ms, ids = timed(load, store, db, args.size, rng)
-        with db.system_tx() as conn:
-            conn.execute("RESET ROLE")
-            conn.execute("ANALYZE")
+        analyze(db)
         reports_store = ReportStore(db, settings.decay, settings.reports)
         service = ReportService(settings, reports_store, LocalHeuristicJudge(), lambda: [TENANT])
         run_ms, report = timed(service.run, TENANT, trigger="cli")
@@ -153,7 +105,6 @@ def main() -> None:
             top = [ids[(k * 37 + j) % len(ids)] for j in range(10)]
             candidates = [ids[(k * 91 + j) % len(ids)] for j in range(60)]
             lookups.append(timed(community_peers, db, TENANT, top, candidates)[0])
-        db.close()
     figures = {
         "memories": args.size,
         "load_s": round(load_ms / 1000, 1),

@@ -10,7 +10,7 @@ newly forgotten ones are archived to S3 (a moto server in its own process), scra
 vector settling run (and find nothing). Each scan runs in a fresh process (spawned), so its
 peak RSS (``ru_maxrss``) is its own and not the loader's.
 
-Run: ``.venv/bin/python benchmarks/lifecycle.py [--sizes 100000 1000000]``.
+Run: ``python -m benchmarks.lifecycle [--sizes 100000 1000000]``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pgserver
 import psycopg

@@ -16,7 +16,7 @@ phase reports req/s and p50/p95/p99 per route; errors are any non-2xx answer, an
 connection the server dropped or refused (with the kernel's listen-queue overflow counter
 beside them). Every loop ends at its deadline.
 
-Run: ``.venv/bin/python benchmarks/load.py [--clients 50] [--seconds 60] [--baseline-seconds 20]``.
+Run: ``python -m benchmarks.load [--clients 50] [--seconds 60] [--baseline-seconds 20]``.
 A fresh embedded PostgreSQL is started in a temp dir, so nothing touches ``.contextos/``.
 """
 
@@ -34,8 +34,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.report import write_report
 

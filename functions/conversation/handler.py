@@ -6,17 +6,17 @@ so a redelivered message finds it done and does nothing.
 """
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from contextos import container
+from contextos.messages import FlushRecord
 from contextos.observability import logger, metrics, tracer
 
-processor = BatchProcessor(event_type=EventType.SQS)
+processor = BatchProcessor(event_type=EventType.SQS, model=FlushRecord)
 
 
 @tracer.capture_method
-def record_handler(record: SQSRecord) -> None:
-    container.conversations().handle_message(record.json_body)
+def record_handler(record: FlushRecord) -> None:
+    container.conversations().handle_message(record.body)
 
 
 @logger.inject_lambda_context

@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from contextos import container
+from contextos.messages import ingest_message
 from contextos.observability import logger, metrics, tracer
 from contextos.store.idempotency import on_replay
 
@@ -31,7 +32,7 @@ idempotency_config = IdempotencyConfig(
     key_prefix=IDEMPOTENCY_KEY_PREFIX,
 )
 def record_handler(record: SQSRecord) -> dict:
-    container.ingestion().handle_message(record.json_body)
+    container.ingestion().handle_message(ingest_message(record.body))
     return {"messageId": record.message_id, "md5OfBody": record.md5_of_body}
 
 

@@ -37,7 +37,7 @@ def presented_key(headers: dict[str, str]) -> str | None:
 
 
 def well_formed(key: str | None) -> bool:
-    return bool(key) and len(key) <= MAX_KEY_CHARS and key.isascii() and key.isprintable()
+    return key is not None and 0 < len(key) <= MAX_KEY_CHARS and key.isascii() and key.isprintable()
 
 
 def authorize_request(keys: KeyService, event: APIGatewayAuthorizerRequestEvent) -> dict:

@@ -174,17 +174,19 @@ class RelevanceRecipe(BaseModel):
 Recipe = Annotated[StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe, Field(discriminator="kind")]
 
 
+def default_recipes() -> dict[str, Recipe]:
+    return {
+        "standard": StandardRecipe(),
+        "intent_adaptive": IntentAdaptiveRecipe(),
+        "fusion": FusionRecipe(),
+        "relevance": RelevanceRecipe(),
+    }
+
+
 class RetrievalSettings(BaseModel):
     """S6 knobs: recipes (weights as data), budgets and search breadth."""
 
-    recipes: dict[str, Recipe] = Field(
-        default_factory=lambda: {
-            "standard": StandardRecipe(),
-            "intent_adaptive": IntentAdaptiveRecipe(),
-            "fusion": FusionRecipe(),
-            "relevance": RelevanceRecipe(),
-        }
-    )
+    recipes: dict[str, Recipe] = Field(default_factory=lambda: default_recipes())
     default_recipe: str = "relevance"
 
     vector_k: int = 20

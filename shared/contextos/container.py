@@ -7,14 +7,16 @@ local stack call ``reset()`` after changing the environment.
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextos.config import get_settings, reset_settings
-from contextos.embedding import Embedder
-from contextos.extraction import ConceptExtractor
-from contextos.judge import Judge
-from contextos.store.db import Database, open_database
-from contextos.store.repository import MemoryStore
+
+if TYPE_CHECKING:  # each factory imports its implementation: a function loads only what its path uses
+    from contextos.embedding import Embedder
+    from contextos.extraction import ConceptExtractor
+    from contextos.judge import Judge
+    from contextos.store.db import Database
+    from contextos.store.repository import MemoryStore
 
 
 @cache
@@ -32,12 +34,15 @@ def aws_client(service: str) -> Any:
 
 @lru_cache(maxsize=1)
 def database() -> Database:
+    from contextos.store.db import open_database
+
     return open_database(get_settings())
 
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
     from contextos.store.governance import ContradictionGate
+    from contextos.store.repository import MemoryStore
 
     settings = get_settings()
     cfg = settings.governance

@@ -50,7 +50,7 @@ class Sketch:
     signatures: list[str]
 
 
-def sketch(vectors: Sequence[Sequence[float]]) -> Sketch:
+def sketch(vectors: Sequence[Sequence[float]] | np.ndarray) -> Sketch:
     """Band keys (the band's index in the high bits, its hash bits below) and signatures."""
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.size == 0:

@@ -152,7 +152,7 @@ def health_score(components: list[HealthComponent]) -> float | None:
     total_weight = sum(c.weight for c in measured)
     if not total_weight:
         return None
-    return round(100.0 * sum(c.weight * c.score for c in measured) / total_weight, 2)  # type: ignore[operator]
+    return round(100.0 * sum(c.weight * (c.score or 0.0) for c in measured) / total_weight, 2)
 
 
 # -- governance report -----------------------------------------------------------------------

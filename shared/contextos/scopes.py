@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_ID = {"min_length": 1, "max_length": 200}
+_ID: dict[str, Any] = {"min_length": 1, "max_length": 200}
 
 
 class Scope(BaseModel):

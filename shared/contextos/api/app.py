@@ -12,7 +12,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
-from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
@@ -58,6 +57,9 @@ def build_app() -> APIGatewayRestResolver:
     @app.get("/swagger", include_in_schema=False)
     def swagger() -> Response[str]:
         """Swagger UI over the completed document (``?format=json`` for the document itself)."""
+        # Imported here: it loads the whole OpenAPI model, which no other route needs.
+        from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
+
         spec = openapi.openapi_json(app)
         if (app.current_event.query_string_parameters or {}).get("format") == "json":
             return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=spec)
@@ -66,7 +68,7 @@ def build_app() -> APIGatewayRestResolver:
             spec.replace("</", "<\\/"),
             (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
             (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
-            None,
+            "",  # no base URL: the assets are inlined
             None,
             False,
         )

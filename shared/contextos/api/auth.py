@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from contextos.errors import Unauthorized
 from contextos.models import Provenance
-from contextos.services.ingestion import valid_tenant
+from contextos.tenancy import valid_tenant
 
 TENANT_CLAIM = "custom:tenant_id"
 
@@ -23,7 +25,8 @@ class Principal:
 
 def current_principal(router: BaseRouter) -> Principal:
     """The caller as the authorizer described it: a Lambda authorizer's context or Cognito claims."""
-    authorizer = router.current_event.request_context.authorizer
+    event = cast(APIGatewayProxyEvent, router.current_event)  # the one resolver is a REST resolver
+    authorizer = event.request_context.authorizer
     context = authorizer.get_context() if authorizer else {}
     claims = authorizer.claims if authorizer else {}
     if context.get("tenant_id"):

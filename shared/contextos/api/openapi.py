@@ -60,7 +60,7 @@ SECURITY_SCHEMES = {
         "description": "A Cognito ID token (with the custom:tenant_id claim) on /v1/user paths.",
     },
 }
-SECURITY = [{"apiKey": []}, {"apiKeyHeader": []}, {"cognito": []}]
+SECURITY: list[dict[str, list[str]]] = [{"apiKey": []}, {"apiKeyHeader": []}, {"cognito": []}]
 SERVERS = [
     {"url": "/v1", "description": "Agents and scripts: API keys"},
     {"url": "/v1/user", "description": "People: Cognito JWT"},

@@ -50,4 +50,4 @@ def list_sessions(
     cursor: Annotated[str | None, Query(max_length=500)] = None,
 ) -> SessionPage:
     query = SessionListQuery(status=status, limit=limit, cursor=cursor)
-    return container.conversations().list(current_principal(router).tenant_id, query)
+    return container.conversations().list_sessions(current_principal(router).tenant_id, query)

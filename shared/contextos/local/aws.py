@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
 QUEUE_MAX_RECEIVES = 3
 
@@ -19,7 +20,7 @@ class LocalAws:
     ingest_dlq_url: str
     conversation_queue_url: str
     conversation_queue_arn: str
-    server: object
+    server: Any  # moto.server.ThreadedMotoServer
     conversation_dlq_url: str = ""
 
     def stop(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from contextos.local.events import scheduled_event, sqs_event
 from contextos.local.handlers import invoke
@@ -14,7 +15,7 @@ class QueuePoller(threading.Thread):
     """Like an SQS event source mapping with ReportBatchItemFailures: delete what succeeded."""
 
     def __init__(
-        self, sqs: object, queue_url: str, queue_arn: str, function: str, *, batch_size: int = 10, wait_s: int = 1
+        self, sqs: Any, queue_url: str, queue_arn: str, function: str, *, batch_size: int = 10, wait_s: int = 1
     ) -> None:
         super().__init__(name=f"poller-{function}", daemon=True)
         self.sqs, self.queue_url, self.queue_arn, self.function = sqs, queue_url, queue_arn, function

@@ -97,7 +97,7 @@ class LocalBackend:
 
         return self._call(
             lambda c: container.conversations().append(
-                c.tenant_id, c.ceiling, session_id, MessageCreate(role=role, content=content)
+                c.tenant_id, c.ceiling, session_id, MessageCreate.model_validate({"role": role, "content": content})
             )
         )
 

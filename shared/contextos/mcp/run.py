@@ -3,6 +3,10 @@ request, from its API key), against the local store or a deployed API."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import cast
+
 from contextos.mcp.backend import ApiBackend, Backend, Caller, LocalBackend, current_caller
 from contextos.mcp.server import build_server, http_app, key_identifier
 
@@ -57,6 +61,7 @@ def serve(
         return
     import uvicorn
 
+    identify: Callable[[str], Caller | None]
     if api_url:
         # The deployed API checks each caller's key; here every request just needs to carry one.
         def identify(key: str) -> Caller | None:
@@ -76,4 +81,4 @@ def _keep_stdout_for_the_protocol() -> None:
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
     from contextos.observability import logger
 
-    logger.registered_handler.setStream(sys.stderr)
+    cast(logging.StreamHandler, logger.registered_handler).setStream(sys.stderr)

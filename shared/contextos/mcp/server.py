@@ -75,7 +75,7 @@ def build_server(backend: Backend) -> MCPServer:
         relevant memories (strongest and most relevant first). Call it before answering anything that
         may depend on earlier conversations, documents, preferences or decisions. Recalled memories
         are reinforced, so what keeps being useful is remembered longer."""
-        options = {"scope": _scope(user_id, agent_id, run_id, None), "token_budget": token_budget}
+        options: dict[str, Any] = {"scope": _scope(user_id, agent_id, run_id, None), "token_budget": token_budget}
         options |= {"session_id": session_id}
         result = await _run(lambda: backend.context(query, **{k: v for k, v in options.items() if v is not None}))
         return {
@@ -101,7 +101,7 @@ def build_server(backend: Backend) -> MCPServer:
         a rule. It is checked for trust and for contradictions with what is already known: a newer
         contradicting statement supersedes the older one, and low-trust text waits for a person's
         review (status 'held'). One idea per call; do not save the conversation itself."""
-        fields = {"type": type, "importance": importance, "user_id": user_id, "agent_id": agent_id}
+        fields: dict[str, Any] = {"type": type, "importance": importance, "user_id": user_id, "agent_id": agent_id}
         fields |= {"run_id": run_id, "tags": tags or []}
         return await _run(lambda: backend.add_memory(label, definition, **{k: v for k, v in fields.items() if v}))
 
@@ -185,7 +185,13 @@ def build_server(backend: Backend) -> MCPServer:
     ) -> dict[str, Any]:
         """List stored memories, newest first, with filters; page on with next_cursor. For browsing
         and housekeeping; to answer a question use get_context."""
-        filters = {"type": type, "user_id": user_id, "agent_id": agent_id, "run_id": run_id, "prefix": prefix}
+        filters: dict[str, Any] = {
+            "type": type,
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "run_id": run_id,
+            "prefix": prefix,
+        }
         filters |= {"tags": tags or [], "limit": limit, "cursor": cursor}
         return await _run(lambda: backend.list_memories(**{k: v for k, v in filters.items() if v}))
 

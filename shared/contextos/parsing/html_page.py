@@ -60,9 +60,9 @@ def extract_html(markup: str) -> Extracted:
             close = markup.find(">", opening + 2)
             if close < 0:
                 break  # end of file inside an end tag: HTML5 drops it
-            name = _TAG_NAME.match(markup, opening + 2)
-            if name:
-                page.end_tag(name.group().lower())
+            end_name = _TAG_NAME.match(markup, opening + 2)
+            if end_name:
+                page.end_tag(end_name.group().lower())
             position = close + 1
         elif (name_match := _TAG_NAME.match(markup, opening + 1)) is not None:
             close = _end_of_start_tag(markup, name_match.end())

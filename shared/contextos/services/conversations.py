@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from pydantic import BaseModel, Field
 
@@ -32,10 +31,11 @@ from contextos.conversations import (
     message_provenance,
     speaker_provenance,
 )
-from contextos.errors import ContextOSError, PayloadTooLarge, PermanentError, TransientError
+from contextos.errors import PayloadTooLarge, PermanentError, TransientError
 from contextos.extraction import ConceptExtractor
 from contextos.extraction.validation import rejection_reason
 from contextos.faults import crash_point
+from contextos.jobs import ClaimLedger, JobQueue, run_claimed
 from contextos.models import BASE_TRUST, Provenance
 from contextos.normalization import estimate_tokens
 from contextos.observability import logger, metrics
@@ -45,10 +45,6 @@ from contextos.services.ingestion import deduplicate
 from contextos.sources import SessionSource
 from contextos.store.conversations import ConversationStore
 from contextos.store.scopes import inherit_session_scope, set_session_scope
-
-
-class JobQueue(Protocol):
-    def send(self, message: dict) -> str: ...
 
 
 class SweepReport(BaseModel):
@@ -107,7 +103,7 @@ class ConversationService:
         check_session_id(session_id, self.settings.conversation.max_session_id_chars)
         return SessionView.model_validate(self.store.get_session(tenant_id, session_id))
 
-    def list(self, tenant_id: str, query: SessionListQuery) -> SessionPage:
+    def list_sessions(self, tenant_id: str, query: SessionListQuery) -> SessionPage:
         """The tenant's sessions, newest first, with status and what their flushes produced."""
         rows, cursor = self.store.list_sessions(tenant_id, status=query.status, limit=query.limit, cursor=query.cursor)
         counted = set(SessionCounts.model_fields)
@@ -218,11 +214,7 @@ class ConversationService:
         return view.model_copy(update={"status": "queued"})
 
     # -- the conversation function ---------------------------------------------------------
-    def handle_message(self, body: dict) -> None:
-        try:
-            job = FlushJob.model_validate(body)
-        except ValueError as exc:
-            raise PermanentError("the message is not a conversation flush job") from exc
+    def handle_message(self, job: FlushJob) -> None:
         self.process(job)
 
     def process(self, job: FlushJob) -> None:
@@ -230,29 +222,15 @@ class ConversationService:
         cfg = self.settings.conversation
         tenant_id, session_id, first = job.tenant_id, job.session_id, job.message_from
         claimed = self.store.claim_job(tenant_id, session_id, first, stale_after_s=cfg.stale_processing_s)
-        if claimed is None:
-            logger.info("flush already handled", extra={"session_id": session_id, "message_from": first})
-            return
-        try:
-            self._run(tenant_id, session_id, first, claimed["message_to"])
-        except TransientError:
-            reason = "transient: dependency unavailable"
-            self._retry_or_give_up(tenant_id, session_id, first, claimed["attempts"], reason)
-            raise
-        except ContextOSError as exc:
-            logger.info("flush failed", extra={"session_id": session_id, "code": exc.code})
-            metrics.add_metric(name="FlushesFailed", unit="Count", value=1)
-            self.store.fail_job(tenant_id, session_id, first, exc.message)
-        except Exception as exc:
-            reason = f"transient: {type(exc).__name__}"
-            self._retry_or_give_up(tenant_id, session_id, first, claimed["attempts"], reason)
-            raise TransientError(reason) from exc
-
-    def _retry_or_give_up(self, tenant_id: str, session_id: str, first: int, attempts: int, reason: str) -> None:
-        if attempts >= self.settings.conversation.max_attempts:
-            self.store.fail_job(tenant_id, session_id, first, f"gave up after {attempts} attempts ({reason})")
-        else:
-            self.store.release_job(tenant_id, session_id, first, reason)
+        ledger = ClaimLedger(
+            noun="flush",
+            log_extra={"session_id": session_id, "message_from": first},
+            failed_metric="FlushesFailed",
+            max_attempts=cfg.max_attempts,
+            fail=lambda reason: self.store.fail_job(tenant_id, session_id, first, reason),
+            release=lambda reason: self.store.release_job(tenant_id, session_id, first, reason),
+        )
+        run_claimed(claimed, lambda job: self._run(tenant_id, session_id, first, job["message_to"]), ledger)
 
     def _run(self, tenant_id: str, session_id: str, first: int, last: int) -> None:
         if self.extractor is None or self.admission is None:
@@ -283,7 +261,7 @@ class ConversationService:
                 "by_provenance": _count_by(c.provenance.value for c in chosen if c.provenance),
             },
         )
-        result = self.admission().admit(tenant_id, chosen, source).stored  # type: ignore[misc]
+        result = self.admission().admit(tenant_id, chosen, source).stored
         with self.store.db.tenant_tx(tenant_id) as conn:
             inherit_session_scope(conn, tenant_id, source.session_id)
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)

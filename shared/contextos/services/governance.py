@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 from uuid import UUID
 
 from contextos.config import Settings
@@ -36,6 +36,7 @@ from contextos.observability import metrics
 from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.governance import GovernanceStore
+from contextos.store.relationships import outgoing
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import apply_scope, source_scope
 from contextos.trust import candidate_signals, cap_provenance, gate_trust
@@ -167,19 +168,15 @@ class GovernanceService:
             )
             memory_id = result.memory_ids[0]
             apply_scope(conn, tenant_id, [memory_id], scope)
-            links = conn.execute(
-                """SELECT dst_id, type FROM relationships
-                   WHERE tenant_id = %s AND src_id = %s AND type IN ('supersedes', 'corroborates')""",
-                [tenant_id, memory_id],
-            ).fetchall()
+            links = outgoing(conn, tenant_id, memory_id, ("supersedes", "corroborates"))
         self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
         return MemoryAdmission(
             status="admitted",
             memory_id=memory_id,
             provenance=provenance,
             trust=candidate.base_trust,
-            superseded=sorted(r["dst_id"] for r in links if r["type"] == "supersedes"),
-            corroborated=sorted(r["dst_id"] for r in links if r["type"] == "corroborates"),
+            superseded=links["supersedes"],
+            corroborated=links["corroborates"],
         )
 
     # -- the review queue ------------------------------------------------------------------
@@ -251,7 +248,7 @@ class GovernanceService:
         metrics.add_metric(name="CandidatesRejected", unit="Count", value=1)
         return ReviewOutcome(id=review_id, status="rejected")
 
-    def _not_pending(self, tenant_id: str, review_id: UUID) -> None:
+    def _not_pending(self, tenant_id: str, review_id: UUID) -> NoReturn:
         status = self.governance.review_status(tenant_id, review_id)  # NotFound when it is not there
         raise Conflict(f"review item {review_id} is already {status}")
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import unquote_plus
 from uuid import UUID
 
@@ -15,14 +14,13 @@ from contextos.config import Settings
 from contextos.embedding import Embedder
 from contextos.errors import (
     BadRequest,
-    ContextOSError,
     NotFound,
     PayloadTooLarge,
     PermanentError,
-    TransientError,
 )
 from contextos.extraction import ConceptExtractor
 from contextos.faults import crash_point
+from contextos.jobs import ClaimLedger, IngestMessage, JobQueue, S3Notification, S3TestEvent, run_claimed
 from contextos.models import (
     Concept,
     DocumentAccepted,
@@ -37,25 +35,17 @@ from contextos.parsing import content_hash, pack_sections, parse_document, safe_
 from contextos.scopes import Scope
 from contextos.services.admission import Admission
 from contextos.sources import DocumentSource
+from contextos.store.document_scopes import scope_document, scope_document_memories
 from contextos.store.repository import MemoryStore
-from contextos.store.scopes import inherit_document_scope, set_document_scope
+from contextos.tenancy import valid_tenant
 from contextos.workspace.format import has_frontmatter
 
-_TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 MAX_ATTEMPTS = 3
 
 
 class BlobStore(Protocol):
     def put(self, bucket: str, key: str, data: bytes, *, content_type: str = ...) -> None: ...
     def get(self, bucket: str, key: str, *, max_bytes: int | None = None) -> bytes: ...
-
-
-class JobQueue(Protocol):
-    def send(self, message: dict) -> str: ...
-
-
-def valid_tenant(tenant_id: str) -> bool:
-    return bool(_TENANT_PATTERN.match(tenant_id or ""))
 
 
 @dataclass
@@ -98,8 +88,7 @@ class IngestionService:
         )
         scope = Scope(user_id=request.user_id, agent_id=request.agent_id, run_id=request.run_id, tags=request.tags)
         if created and not scope.empty:
-            with self.store.db.tenant_tx(tenant_id) as conn:
-                set_document_scope(conn, tenant_id, record.id, scope)
+            scope_document(self.store.db, tenant_id, record.id, scope)
         if created or record.status == "queued":
             self.queue.send(DocumentJob(tenant_id=tenant_id, document_id=record.id).model_dump(mode="json"))
         metrics.add_metric(name="DocumentsSubmitted", unit="Count", value=1)
@@ -120,22 +109,19 @@ class IngestionService:
             raise BadRequest("'content_base64' is not valid base64") from exc
 
     # -- the ingest queue ---------------------------------------------------------------------
-    def handle_message(self, body: dict) -> None:
+    def handle_message(self, message: IngestMessage) -> None:
         """One SQS message: our own document job, or an S3 notification about uploads."""
-        if body.get("Event") == "s3:TestEvent":
-            return  # S3 sends one when the notification is configured
-        if "Records" in body:
-            for record in body["Records"]:
-                s3 = record.get("s3") or {}
-                bucket, key = s3.get("bucket", {}).get("name"), s3.get("object", {}).get("key")
-                if str(record.get("eventName", "")).startswith("ObjectCreated") and bucket and key:
-                    self.ingest_upload(bucket, key)
-            return
-        try:
-            job = DocumentJob.model_validate(body)
-        except ValueError as exc:
-            raise PermanentError("the message is neither a document job nor an S3 notification") from exc
-        self.process(job)
+        match message:
+            case S3TestEvent():
+                return  # S3 sends one when the notification is configured
+            case S3Notification():
+                for record in message.Records:
+                    s3 = record.s3
+                    bucket, key = (s3.bucket.name, s3.object.key) if s3 else (None, None)
+                    if record.eventName.startswith("ObjectCreated") and bucket and key:
+                        self.ingest_upload(bucket, key)
+            case DocumentJob():
+                self.process(message)
 
     # -- the way in through the upload bucket --------------------------------------------------
     def ingest_upload(self, bucket: str, raw_key: str) -> DocumentRecord | None:
@@ -192,31 +178,19 @@ class IngestionService:
         tenant_id, document_id = job.tenant_id, job.document_id
         stale_after_s = self.settings.document_stale_processing_s
         claimed = self.store.claim_document(tenant_id, document_id, stale_after_s=stale_after_s)
-        if claimed is None:
-            logger.info("document already handled", extra={"document_id": str(document_id)})
-            return
-        try:
-            if data is None:
-                data = self._load(claimed)
-            self._run(tenant_id, document_id, claimed, data)
-        except TransientError:
-            self._retry_or_give_up(tenant_id, document_id, claimed["attempts"], "transient: dependency unavailable")
-            raise
-        except ContextOSError as exc:  # every other domain error is a property of the input
-            logger.info("document failed", extra={"document_id": str(document_id), "code": exc.code})
-            metrics.add_metric(name="DocumentsFailed", unit="Count", value=1)
-            self.store.fail_document(tenant_id, document_id, exc.message)
-        except Exception as exc:
-            reason = f"transient: {type(exc).__name__}"
-            self._retry_or_give_up(tenant_id, document_id, claimed["attempts"], reason)
-            raise TransientError(reason) from exc
-
-    def _retry_or_give_up(self, tenant_id: str, document_id: UUID, attempts: int, reason: str) -> None:
-        """Hand the document back for the queue's retry, or end it as failed on the last receive."""
-        if attempts >= MAX_ATTEMPTS:
-            self.store.fail_document(tenant_id, document_id, f"gave up after {MAX_ATTEMPTS} attempts ({reason})")
-        else:
-            self.store.release_document(tenant_id, document_id, reason)
+        ledger = ClaimLedger(
+            noun="document",
+            log_extra={"document_id": str(document_id)},
+            failed_metric="DocumentsFailed",
+            max_attempts=MAX_ATTEMPTS,
+            fail=lambda reason: self.store.fail_document(tenant_id, document_id, reason),
+            release=lambda reason: self.store.release_document(tenant_id, document_id, reason),
+        )
+        run_claimed(
+            claimed,
+            lambda job: self._run(tenant_id, document_id, job, self._load(job) if data is None else data),
+            ledger,
+        )
 
     def _load(self, claimed: dict) -> bytes:
         if claimed["raw_text"] is not None:
@@ -251,8 +225,7 @@ class IngestionService:
             raw_s3_key=raw_key,
         )
         result = self.admission.admit(tenant_id, concepts, source, source_text=parsed.text).stored
-        with self.store.db.tenant_tx(tenant_id) as conn:
-            inherit_document_scope(conn, tenant_id, document_id)
+        scope_document_memories(self.store.db, tenant_id, document_id)
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 
@@ -287,10 +260,13 @@ class IngestionService:
         return concepts, len(chunks)
 
 
-def deduplicate(concepts: list[Concept], generic_modifiers: list[str]) -> tuple[list[Concept], int]:
+AnyConcept = TypeVar("AnyConcept", bound=Concept)  # conversations deduplicate their TurnConcepts
+
+
+def deduplicate(concepts: list[AnyConcept], generic_modifiers: list[str]) -> tuple[list[AnyConcept], int]:
     """The one deduplication pass after sectioned extraction: one concept per normalized key,
     keeping the most important (then longest) definition and the union of related labels."""
-    merged: dict[str, Concept] = {}
+    merged: dict[str, AnyConcept] = {}
     for concept in concepts:
         key = norm_key(concept.label, generic_modifiers)
         current = merged.get(key)

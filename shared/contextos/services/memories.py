@@ -10,11 +10,12 @@ management verbs the API, the CLI, the MCP server and the markdown workspace sha
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from contextos.config import DecaySettings, Settings
@@ -42,6 +43,7 @@ from contextos.normalization import acronyms, initials, norm_key
 from contextos.scopes import Scope, ScopeFilter
 from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expunge
 from contextos.store.governance import write_audit
+from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore
 from contextos.store.repository import MemoryStore
 
@@ -182,7 +184,7 @@ class MemoryService:
         """Gone from every read and audited. A hot memory can be restored; a cold one is taken out of
         its cold object and deleted (nothing of it is left to restore)."""
         with self.store.db.tenant_tx(tenant_id) as conn:
-            MemoryStore._lock_tenant(conn, tenant_id)
+            lock_tenant(conn, tenant_id)
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["forgotten_at"] is not None:
                 raise NotFound(f"memory {memory_id} not found")
@@ -205,10 +207,11 @@ class MemoryService:
         own state). The memory takes its old key back, or a key of its own when an active memory
         holds it now."""
         with self.store.db.tenant_tx(tenant_id) as conn:
-            MemoryStore._lock_tenant(conn, tenant_id)
+            lock_tenant(conn, tenant_id)
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["tier"] == "cold":
                 raise NotRestorable("this memory is in cold storage; a matching query brings it back")
+            undo: Literal["supersession", "forget"]
             if row["forgotten_at"] is not None:
                 undo, state = "forget", row["forgotten_state"] or "active"
             elif row["state"] == "superseded":
@@ -227,7 +230,7 @@ class MemoryService:
         the document's raw text and its S3 copies are removed."""
         settings = self._settings
         with self.store.db.tenant_tx(tenant_id) as conn:
-            MemoryStore._lock_tenant(conn, tenant_id)
+            lock_tenant(conn, tenant_id)
             document = ManagementStore.lock_document(conn, tenant_id, document_id)
             taught = ManagementStore.document_memories(conn, tenant_id, document_id)
             doc = str(document_id)
@@ -274,7 +277,7 @@ class MemoryService:
             raw_objects_removed=raw,
         )
 
-    def _expunge(self, conn: Any, tenant_id: str, ids: list[UUID], rewrite: Rewrite = drop) -> Expunged | None:
+    def _expunge(self, conn: Any, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop) -> Expunged | None:
         if not ids:
             return None
         settings = self._settings

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 import numpy as np
-from pgvector import Vector
 
 from contextos.embedding import Embedder
 from contextos.errors import SchemaMismatch
 from contextos.lsh import sketch
-from contextos.store.bands import delete_bands, insert_bands, keys_literal
 from contextos.store.db import Database
+from contextos.store.reembed import ReembedStore
 
 
 @dataclass
@@ -34,25 +33,19 @@ class Reembedder:
     db: Database
     embedder: Embedder
     batch_size: int = 128
+    store: ReembedStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = ReembedStore(self.db)
 
     def pending(self, tenant_id: str) -> int:
-        rows = self.db.tenant_read(
-            tenant_id,
-            (
-                """SELECT count(*) AS n FROM memory_vectors v
-                   JOIN memories m ON m.tenant_id = v.tenant_id AND m.id = v.memory_id
-                   WHERE v.tenant_id = %s AND v.embedder_id <> %s AND m.tier = 'hot'""",
-                [tenant_id, self.embedder.model_id],
-            ),
-        )
-        return int(rows[0]["n"])
+        return self.store.pending(tenant_id, self.embedder.model_id)
 
     def check_dimension(self) -> None:
-        with self.db.system_tx() as conn:
-            row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_dim'").fetchone()
-        if row and int(row["value"]) != self.embedder.dimensions:
+        stored = self.store.stored_dimension()
+        if stored is not None and stored != self.embedder.dimensions:
             raise SchemaMismatch(
-                f"the store holds {row['value']}-d vectors and {self.embedder.model_id} gives "
+                f"the store holds {stored}-d vectors and {self.embedder.model_id} gives "
                 f"{self.embedder.dimensions}-d: re-embedding in place needs the same dimension; "
                 "point CONTEXTOS_DATABASE_URL at a new database and re-ingest (or export/import) instead"
             )
@@ -81,33 +74,8 @@ class Reembedder:
         return report
 
     def _batch(self, tenant_id: str, after: UUID) -> list[dict]:
-        return self.db.tenant_read(
-            tenant_id,
-            (
-                """SELECT m.id, m.label, m.definition FROM memory_vectors v
-                   JOIN memories m ON m.tenant_id = v.tenant_id AND m.id = v.memory_id
-                   WHERE v.tenant_id = %s AND v.embedder_id <> %s AND m.tier = 'hot' AND m.id > %s
-                   ORDER BY m.id LIMIT %s""",
-                [tenant_id, self.embedder.model_id, after, self.batch_size],
-            ),
-        )
+        return self.store.batch(tenant_id, self.embedder.model_id, after, self.batch_size)
 
     def _write(self, tenant_id: str, batch: list[dict], vectors: list[list[float]]) -> None:
-        ids = [r["id"] for r in batch]
         lsh = sketch(np.asarray(vectors, dtype=np.float32))
-        with self.db.tenant_tx(tenant_id) as conn:
-            delete_bands(conn, self.db.dialect, tenant_id, ids)
-            conn.execute(
-                """UPDATE memory_vectors AS v SET embedding = s.e, embedder_id = %s, band_keys = s.k::int[],
-                          updated_at = now()
-                   FROM unnest(%s::uuid[], %s::vector[], %s::text[]) AS s(id, e, k)
-                   WHERE v.tenant_id = %s AND v.memory_id = s.id""",
-                [
-                    self.embedder.model_id,
-                    ids,
-                    [Vector(v) for v in vectors],
-                    [keys_literal(k) for k in lsh.band_keys],
-                    tenant_id,
-                ],
-            )
-            insert_bands(conn, tenant_id, ids, lsh.signatures, lsh.band_keys, fresh=False)
+        self.store.write(tenant_id, self.embedder.model_id, [r["id"] for r in batch], vectors, lsh)

@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, overload
 from uuid import UUID
 
 from contextos.config import Settings
@@ -53,6 +53,10 @@ ArchiveFormat = Literal["tar", "zip"]
 _EPOCH_MTIME = 0  # archive members carry no clock: the same store gives the same archive bytes
 
 
+@overload
+def _utc(value: datetime | str) -> datetime: ...
+@overload
+def _utc(value: None) -> None: ...
 def _utc(value: datetime | str | None) -> datetime | None:
     if value is None:
         return None
@@ -150,6 +154,12 @@ class _Plan:
     key: str = ""
 
 
+def _id_of(plan: _Plan) -> UUID:
+    """The memory id of a plan that reached the write (planning gave it its memory and id)."""
+    assert plan.memory is not None and plan.memory.id is not None
+    return plan.memory.id
+
+
 @dataclass
 class WorkspaceService:
     settings: Settings
@@ -191,12 +201,12 @@ class WorkspaceService:
         else:
             with tarfile.open(fileobj=sink, mode="w|gz", format=tarfile.PAX_FORMAT) as archive:
                 for path, data in self.files(tenant_id):
-                    info = tarfile.TarInfo(path)
-                    info.size, info.mtime, info.mode = len(data), _EPOCH_MTIME, 0o644
-                    archive.addfile(info, io.BytesIO(data))
+                    member = tarfile.TarInfo(path)
+                    member.size, member.mtime, member.mode = len(data), _EPOCH_MTIME, 0o644
+                    archive.addfile(member, io.BytesIO(data))
                     # TarFile remembers every member it wrote (for reading back); a write-only stream
                     # needs none of them, and 100k of them would be tens of MB.
-                    archive.members.clear()
+                    archive.members.clear()  # type: ignore[attr-defined]  # (not in the stubs)
                     if chunk := sink.take():
                         yield chunk
         yield sink.take()
@@ -402,9 +412,9 @@ class WorkspaceService:
                 reason="imported from a workspace file",
             )
             if outcome is not None and gate_store is not None:
-                gate_store.link(conn, tenant_id, outcome, [p.memory.id for p, _ in live], actor=actor)  # type: ignore[union-attr]
+                gate_store.link(conn, tenant_id, outcome, [_id_of(p) for p, _ in live], actor=actor)
             edges = [
-                (p.memory.id, e.id, e.type, e.weight)  # type: ignore[union-attr]
+                (_id_of(p), e.id, e.type, e.weight)
                 for p, _ in going
                 for e in p.memory.related  # type: ignore[union-attr]
             ]

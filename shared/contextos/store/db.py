@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import quote
 
 import psycopg
@@ -18,10 +18,13 @@ from contextos.store.dialect import Dialect, get_dialect
 from contextos.store.embedded import embedded_database_url
 from pgvector.psycopg import register_vector
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
 APP_ROLE = "contextos_app"
+
+# Every pooled connection returns rows as dicts (the pool's row factory).
+Conn: TypeAlias = psycopg.Connection[DictRow]
 
 
 def resolve_database_url(settings: Settings) -> str:
@@ -53,13 +56,20 @@ def conninfo_from_secret(secret: dict, *, host: str | None = None, dbname: str |
     return f"postgresql://{user}:{password}@{host}:{port}/{dbname}?sslmode=require"
 
 
+def one(row: DictRow | None) -> DictRow:
+    """The row of a statement that always returns one (an aggregate, an upsert's ``RETURNING``)."""
+    if row is None:
+        raise RuntimeError("a single-row statement returned no row")
+    return row
+
+
 class Database:
     """The pool and the transactions the store runs in."""
 
     def __init__(self, conninfo: str, dialect: Dialect, *, min_size: int = 1, max_size: int = 8) -> None:
         self.conninfo = conninfo
         self.dialect = dialect
-        self.pool = ConnectionPool(
+        self.pool: ConnectionPool[Conn] = ConnectionPool(
             conninfo,
             min_size=min_size,
             max_size=max_size,
@@ -70,12 +80,12 @@ class Database:
         )
 
     @staticmethod
-    def _configure(conn: psycopg.Connection) -> None:
+    def _configure(conn: Conn) -> None:
         register_vector(conn)
         conn.execute(f"SET ROLE {APP_ROLE}")
 
     @contextmanager
-    def tenant_tx(self, tenant_id: str) -> Iterator[psycopg.Connection]:
+    def tenant_tx(self, tenant_id: str) -> Iterator[Conn]:
         """One transaction in which row-level security shows only ``tenant_id``'s rows."""
         if not tenant_id:
             raise ValueError("a tenant transaction needs a tenant id")
@@ -109,7 +119,7 @@ class Database:
             return cursors[-1].fetchall() if cursors else []
 
     @contextmanager
-    def system_tx(self) -> Iterator[psycopg.Connection]:
+    def system_tx(self) -> Iterator[Conn]:
         """A transaction with no tenant: sees only the tables without row-level security."""
         with self.pool.connection() as conn, conn.transaction():
             yield conn

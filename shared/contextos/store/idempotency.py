@@ -30,7 +30,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 from contextos.observability import logger, metrics
-from contextos.store.db import Database
+from contextos.store.db import Conn, Database
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class PostgresPersistenceLayer(BasePersistenceLayer):
             "inprogress": STATUS_CONSTANTS["INPROGRESS"],
         }
 
-        def put(conn: psycopg.Connection) -> tuple[bool, dict | None]:
+        def put(conn: Conn) -> tuple[bool, dict | None]:
             if conn.execute(_PUT_SQL, params).fetchone() is not None:
                 return True, None  # inserted, or took over an expired record
             return False, conn.execute(f"SELECT {_COLUMNS} FROM {TABLE} WHERE id = %s", [params["id"]]).fetchone()
@@ -152,7 +152,7 @@ class PostgresPersistenceLayer(BasePersistenceLayer):
         return cursor.rowcount
 
     # -- internals ---------------------------------------------------------------------------
-    def _in_transaction(self, work: Callable[[psycopg.Connection], T]) -> T:
+    def _in_transaction(self, work: Callable[[Conn], T]) -> T:
         """Run ``work`` in one system transaction, retrying the serialization failures CockroachDB raises."""
         for attempt in range(1, _SERIALIZATION_RETRIES + 1):
             try:

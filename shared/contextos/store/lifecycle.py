@@ -20,10 +20,10 @@ from contextos.errors import BadRequest, NotFound
 from contextos.lsh import sketch
 from contextos.scopes import ScopeFilter
 from contextos.store.bands import delete_band_pairs, delete_bands, insert_bands
-from contextos.store.db import Database
+from contextos.store.db import Database, one
 from contextos.store.dialect import Dialect
 from contextos.store.governance import write_audit
-from contextos.store.repository import MemoryStore
+from contextos.store.locks import lock_tenant
 from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
@@ -239,6 +239,7 @@ class LifecycleStore:
                        (SELECT id FROM last) AS last_id""",
                 {"tenant": tenant_id, "after_at": after_at, "after_id": after_id, "limit": limit},
             ).fetchone()
+        row = one(row)
         claimed = int(row["claimed"])
         return TransitionBatch(
             claimed=claimed,
@@ -259,7 +260,7 @@ class LifecycleStore:
         The tenant's row lock comes first, as in ingestion, so the two never deadlock.
         """
         with self.db.tenant_tx(tenant_id) as conn:
-            MemoryStore._lock_tenant(conn, tenant_id)
+            lock_tenant(conn, tenant_id)
             rows = conn.execute(
                 """
                 WITH claimed AS (
@@ -385,7 +386,7 @@ class LifecycleStore:
     def claim_cold(self, tenant_id: str, memory_id: UUID) -> Iterator[ColdClaim | None]:
         """Lock a cold stub for reactivation (None when it is no longer cold: someone else won)."""
         with self.db.tenant_tx(tenant_id) as conn:
-            MemoryStore._lock_tenant(conn, tenant_id)
+            lock_tenant(conn, tenant_id)
             row = conn.execute(
                 """SELECT id, norm_key, cold_object_key, cold_byte_start, cold_byte_end FROM memories
                    WHERE tenant_id = %s AND id = %s AND tier = 'cold' AND cold_object_key IS NOT NULL
@@ -483,7 +484,7 @@ class LifecycleStore:
         TTL, with an audit entry each. Returns how many went."""
         ttl_s = self.settings.scratch_ttl_hours * 3600
         with self.db.tenant_tx(tenant_id) as conn:
-            MemoryStore._lock_tenant(conn, tenant_id)
+            lock_tenant(conn, tenant_id)
             rows = conn.execute(
                 """WITH doomed AS (
                        (SELECT id FROM memories WHERE tenant_id = %(tenant)s AND expires_at <= now() LIMIT %(limit)s)

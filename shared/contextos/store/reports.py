@@ -13,7 +13,7 @@ from uuid import UUID
 
 from contextos.config import DecaySettings, ReportSettings
 from contextos.store.bands import band_params
-from contextos.store.db import Database
+from contextos.store.db import Database, one
 from contextos.store.sql import band_case, current_strength
 from psycopg.types.json import Jsonb
 
@@ -76,7 +76,7 @@ class ReportStore:
                     ) b GROUP BY band ORDER BY band""",
                 params,
             ).fetchall()
-        return dict(totals) | {
+        return dict(one(totals)) | {
             "type_counts": {r["type"]: int(r["n"]) for r in types},
             "band_counts": {r["band"]: int(r["n"]) for r in bands},
         }
@@ -90,7 +90,7 @@ class ReportStore:
         params = {"tenant": tenant_id, "threshold": self.cfg.decay_candidate_strength, "k": self.cfg.report_items}
         with self.db.tenant_tx(tenant_id) as conn:
             ids = conn.execute(f"SELECT COALESCE(array_agg(m.id), '{{}}') AS ids FROM memories m WHERE {where}", params)
-            all_ids = list(ids.fetchone()["ids"])
+            all_ids = list(one(ids.fetchone())["ids"])
             rows = conn.execute(
                 f"""SELECT m.id, m.label, m.type, m.importance, {strength} AS strength, m.last_accessed_at
                     FROM memories m WHERE {where}
@@ -295,7 +295,7 @@ class ReportStore:
                        ORDER BY computed_at DESC, id LIMIT %(keep)s)""",
                 {"tenant": tenant_id, "keep": max(self.cfg.reports_kept, 1)},
             )
-        return row
+        return one(row)
 
     def latest_governance(self, tenant_id: str) -> dict | None:
         """The tenant's newest stored report (id, computed_at, report, flagged ids), or None."""

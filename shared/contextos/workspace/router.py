@@ -61,7 +61,8 @@ def render_router(tool: RouterTool, entries: Sequence[RouterEntry], *, token_bud
         return True
 
     def detailed(title: str, items: list[RouterEntry]) -> list[RouterEntry]:
-        lines, left = [], []
+        lines: list[str] = []
+        left: list[RouterEntry] = []
         for e in items:
             line = f"- **{e.label}**: {' '.join(e.definition.split())}"
             if not left and fits(line):

@@ -1,0 +1,201 @@
+"""Cold start: how long importing each Lambda function's handler takes, and the layer's size.
+
+Lambda imports ``handler.py`` from the function's directory with the domain layer on the path;
+that import is most of a cold start we control. Each handler is imported in a fresh interpreter,
+``--runs`` times, the runs of all handlers interleaved so drifting load spreads evenly, and the
+median is reported beside two baselines measured in the same run: an empty interpreter and a
+bare Powertools handler (Logger, Metrics, Tracer, a validating REST resolver with one route).
+
+``--compare-ref REF`` measures the handlers of another commit (exported with ``git archive``)
+in the same run, interleaved with this tree's, so before/after share the machine's load.
+
+Modes: ``local`` (no Lambda variables: tracing off, as in the local stack and the tests) and
+``lambda`` (``AWS_LAMBDA_FUNCTION_NAME`` set: tracing on). In ``lambda`` mode the one-time cost
+of building the X-Ray tracer, which a handler defers to its first traced call, is timed as well.
+
+``--layer`` builds the domain layer (``layers/build.sh``: pip downloads the arm64 wheels) and
+reports its unzipped size against Lambda's 250 MB limit for function code plus layers.
+
+Run: ``python -m benchmarks.cold_start [--runs 7] [--compare-ref 969afea] [--layer]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from benchmarks.report import write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+LAMBDA_UNZIPPED_LIMIT_MB = 250.0
+
+BARE_POWERTOOLS = """
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.logging import correlation_paths
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+app = APIGatewayRestResolver(enable_validation=True)
+
+
+@app.get("/ping")
+def ping() -> dict:
+    return {"ok": True}
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event, context):
+    return app.resolve(event, context)
+"""
+
+# Runs inside the fresh interpreter: the import, then (lambda mode) the deferred tracer build.
+PROBE = """
+import sys, time
+t0 = time.perf_counter()
+import handler
+t1 = time.perf_counter()
+extra = 0.0
+if sys.argv[1] == "lambda":
+    obs = sys.modules.get("contextos.observability")
+    lazy = getattr(obs, "tracer", None)
+    if lazy is not None and hasattr(type(lazy), "tracer"):
+        lazy.tracer
+    extra = time.perf_counter() - t1
+print(f"{t1 - t0:.6f} {extra:.6f}")
+"""
+
+
+def export_ref(ref: str, into: Path) -> Path:
+    """The tree of ``ref`` (its functions and domain package), without touching any work tree."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = into / "ref.tar"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), ref, "functions", "shared"],
+        check=True,
+    )
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "tree", filter="data")
+    return into / "tree"
+
+
+def targets(tree: Path, label: str, only: list[str] | None) -> dict[str, tuple[Path, Path | None]]:
+    """name → (directory holding handler.py, domain package root or None)."""
+    functions = sorted(fn for fn in (tree / "functions").iterdir() if fn.is_dir() and (not only or fn.name in only))
+    return {f"{label}{fn.name}": (fn, tree / "shared") for fn in functions}
+
+
+def env_for(mode: str, shared: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_LAMBDA", "POWERTOOLS_", "CONTEXTOS_"))}
+    env["PYTHONPATH"] = str(shared) if shared else ""
+    env.setdefault("AWS_REGION", "us-east-1")
+    if mode == "lambda":
+        env["AWS_LAMBDA_FUNCTION_NAME"] = "contextos-cold-start-bench"
+        env["AWS_XRAY_CONTEXT_MISSING"] = "IGNORE_ERROR"
+    return env
+
+
+def probe(directory: Path, shared: Path | None, mode: str) -> tuple[float, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        cwd=directory,
+        env=env_for(mode, shared),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"importing {directory}/handler.py failed:\n{out.stderr[-2000:]}")
+    imported, tracer = out.stdout.split()
+    return float(imported), float(tracer)
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def layer_size(work: Path) -> dict[str, float]:
+    out = work / "layer"
+    subprocess.run(["bash", str(ROOT / "layers" / "build.sh"), str(out)], check=True, env={**os.environ})
+    total = sum(f.stat().st_size for f in (out / "python").rglob("*") if f.is_file())
+    top: dict[str, int] = {}
+    for entry in (out / "python").iterdir():
+        files = [entry] if entry.is_file() else [f for f in entry.rglob("*") if f.is_file()]
+        top[entry.name] = sum(f.stat().st_size for f in files)
+    biggest = sorted(top.items(), key=lambda kv: -kv[1])[:8]
+    return {
+        "layer_unzipped_mb": round(total / 1e6, 1),
+        "layer_limit_mb": LAMBDA_UNZIPPED_LIMIT_MB,
+        "layer_headroom_mb": round(LAMBDA_UNZIPPED_LIMIT_MB - total / 1e6, 1),
+        **{f"layer_part_{name}_mb": round(size / 1e6, 1) for name, size in biggest},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--modes", nargs="+", default=["local", "lambda"], choices=["local", "lambda"])
+    parser.add_argument("--compare-ref", help="a commit whose handlers are measured in the same run (before)")
+    parser.add_argument("--layer", action="store_true", help="also build the layer and report its size")
+    parser.add_argument("--only", nargs="+", help="measure only these functions (e.g. api)")
+    parser.add_argument("--name", default="cold_start")
+    args = parser.parse_args()
+
+    figures: dict[str, float | str] = {"load_average_start": load_average(), "runs": args.runs}
+    with tempfile.TemporaryDirectory(prefix="contextos-cold-") as tmp:
+        work = Path(tmp)
+        bare = work / "bare"
+        bare.mkdir()
+        (bare / "handler.py").write_text(BARE_POWERTOOLS)
+        empty = work / "empty"
+        empty.mkdir()
+        (empty / "handler.py").write_text("")
+        subjects = {"baseline_empty_python": (empty, None), "baseline_bare_powertools": (bare, None)}
+        subjects |= targets(ROOT, "", args.only)
+        if args.compare_ref:
+            figures["compare_ref"] = args.compare_ref
+            subjects |= targets(export_ref(args.compare_ref, work / "ref"), "before_", args.only)
+
+        for mode in args.modes:
+            samples: dict[str, list[tuple[float, float]]] = {name: [] for name in subjects}
+            for directory, shared in subjects.values():  # discarded: writes the bytecode caches
+                probe(directory, shared, mode)
+            for _ in range(args.runs):
+                for name, (directory, shared) in subjects.items():
+                    samples[name].append(probe(directory, shared, mode))
+            bare_ms = statistics.median(s[0] for s in samples["baseline_bare_powertools"]) * 1000
+            for name, runs in samples.items():
+                median_ms = statistics.median(r[0] for r in runs) * 1000
+                figures[f"{mode}_{name}_import_ms"] = round(median_ms, 1)
+                figures[f"{mode}_{name}_vs_bare_powertools"] = round(median_ms / bare_ms, 2)
+                if mode == "lambda":
+                    first = statistics.median(r[0] + r[1] for r in runs) * 1000
+                    figures[f"{mode}_{name}_import_plus_tracer_ms"] = round(first, 1)
+            print(f"[{mode}] load {load_average()}")
+            for name in subjects:
+                print(f"  {name:32s} {figures[f'{mode}_{name}_import_ms']:8.1f} ms")
+        if args.layer:
+            figures |= layer_size(work)
+    figures["load_average_end"] = load_average()
+    notes = [
+        "Median of the runs; each run a fresh interpreter importing handler.py from the function's directory.",
+        "`before_*`: the handlers of `compare_ref`, measured interleaved in the same run.",
+        "`lambda` mode sets AWS_LAMBDA_FUNCTION_NAME (tracing on); `import_plus_tracer` adds the deferred "
+        "X-Ray tracer build a handler pays at its first traced call.",
+        f"Lambda's limit for function code plus layers, unzipped: {LAMBDA_UNZIPPED_LIMIT_MB:.0f} MB.",
+    ]
+    path = write_report(args.name, figures, title="Cold start: handler import time and layer size", notes=notes)
+    print(f"report: {path}")
+
+
+if __name__ == "__main__":
+    main()

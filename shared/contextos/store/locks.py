@@ -1,0 +1,14 @@
+"""The tenant lock: one row lock per tenant that serializes admission, the lifecycle's archive and
+hard deletes (a row lock works in both dialects)."""
+
+from __future__ import annotations
+
+from contextos.store.db import Conn, one
+from contextos.store.repository import LOCK_TENANT_SQL
+
+
+def lock_tenant(conn: Conn, tenant_id: str) -> int:
+    """Take the tenant's lock for the rest of the transaction; return its hot memory count (zero:
+    nothing to merge with, so an admission can skip its lookups)."""
+    row = one(conn.execute(LOCK_TENANT_SQL, [tenant_id]).fetchone())
+    return int(row["hot_memories"])

@@ -34,6 +34,9 @@ class LocalMiniLMEmbedder:
         from tokenizers import Tokenizer
 
         options = ort.SessionOptions()
+        # Idle workers sleep instead of spinning: on a shared machine (Lambda's two vCPUs beside the
+        # driver, or a laptop running PostgreSQL) the spin only takes a core from other work.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads:
             options.intra_op_num_threads = threads
         self._session = ort.InferenceSession(

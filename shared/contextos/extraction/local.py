@@ -38,6 +38,7 @@ MAX_DEFINITION_CHARS = 480
 MAX_DEFINITION_SENTENCES = 3
 MAX_CODE_LINE_CHARS = 160
 MAX_RELATED = 5
+PASSAGE_CHARS = 360  # a source excerpt: about a short paragraph, within the read path's cut
 # Entity kinds that name something; numbers, dates and amounts are facts about names, not names.
 _NAME_ENTITIES = frozenset("PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split())
 # A documentation's section names: structure, not knowledge (S4 forbids structural labels).
@@ -183,6 +184,13 @@ class LocalConceptExtractor:
                     if only is None or any(sentences[i].turn in only for i in c.sentences)
                 }
                 chosen += self._choose(pool, taken, minimum - len(chosen), len(sentences), relaxed=True)
+            if len(chosen) < minimum:
+                # Casual talk names things in single common nouns ("my pups", "the yoga class"):
+                # still short, those the speakers repeat or are about become labels too.
+                taken = [*(known or []), *(c.label for c in chosen)]
+                loose = self._candidates(sentences, single_nouns=True)
+                pool = {k: c for k, c in loose.items() if k not in candidates}
+                chosen += self._choose(pool, taken, minimum - len(chosen), len(sentences), relaxed=True)
         picked: dict[int, list[int]] = {}
         used: set[int] = set()
         for n, cand in enumerate(chosen):
@@ -190,16 +198,23 @@ class LocalConceptExtractor:
             if mine:
                 picked[n] = mine
                 used.update(mine)
-        if relax:  # a document: the rest of its prose goes to the concepts it is about
-            _cover(chosen, picked, sentences, used, self.definition_chars)
+        owned: dict[int, list[int]] = {}
+        if relax:  # a document: the rest of its text goes to the concepts it is about, as their excerpts
+            owned = _cover(chosen, picked, sentences, used)
         out: list[tuple[Concept, _Candidate]] = []
         for n, cand in enumerate(chosen):
             if n in picked:
                 definition = _joined([sentences[i].text for i in sorted(picked[n])], self.definition_chars)
-                out.append((self._concept(cand, len(out), definition, chosen), cand))
+                concept = self._concept(cand, len(out), definition, chosen)
+                concept.excerpts = _passages(sentences, owned.get(n, []))
+                out.append((concept, cand))
         return out
 
-    def _candidates(self, sentences: list[_Sentence]) -> dict[tuple[str, ...], _Candidate]:
+    def _candidates(
+        self, sentences: list[_Sentence], *, single_nouns: bool = False
+    ) -> dict[tuple[str, ...], _Candidate]:
+        """Noun phrases and entities by their lemmas; ``single_nouns`` admits a lone common noun
+        (not a generic one) as well."""
         found: dict[tuple[str, ...], _Candidate] = {}
         # A one-word heading ("tqdm", "h11") is the name of what the text is about, whatever its case.
         titles = {s.text.strip().lower() for s in sentences if s.heading and len(s.text.split()) == 1}
@@ -212,7 +227,9 @@ class LocalConceptExtractor:
             seen_here: set[tuple[str, ...]] = set()
             for span, is_entity in spans:
                 tokens = _trim(span)
-                if not tokens or not self._acceptable(tokens, titles):
+                if not tokens or not (
+                    self._acceptable(tokens, titles) or (single_nouns and self._lone_noun(tokens))
+                ):
                     continue
                 key = tuple(t.lemma_.lower() if t.pos_ in ("NOUN", "VERB") else t.lower_ for t in tokens)
                 cand = found.setdefault(key, _Candidate(key=key))
@@ -249,6 +266,21 @@ class LocalConceptExtractor:
         if len(tokens) == 1:
             return (_is_name(tokens[0]) or lowered[0] in titles) and lowered[0] not in self._generic
         return any(t.pos_ in ("NOUN", "PROPN") or _is_name(t) for t in tokens) and len(_surface(tokens)) > 3
+
+    def _lone_noun(self, tokens: list[Token]) -> bool:
+        token = tokens[0]
+        word = token.lower_
+        return (
+            len(tokens) == 1
+            and token.pos_ == "NOUN"
+            and word.isalpha()
+            and len(word) > 3
+            and not token.is_stop
+            and token.lemma_.lower() not in self._generic
+            and word not in self._generic
+            and word not in CONNECTOR_WORDS
+            and word not in STRUCTURAL_WORDS
+        )
 
     def _choose(
         self,
@@ -490,37 +522,85 @@ def _definition_sentences(cand: _Candidate, sentences: list[_Sentence], used: se
 
 
 def _cover(
-    chosen: list[_Candidate], picked: dict[int, list[int]], sentences: list[_Sentence], used: set[int], limit: int
-) -> None:
-    """Give every prose sentence no definition took to a concept, so the memories together keep
-    what the document says: to the concept it mentions with the most room left, else to the
-    concept whose sentences come just before (else just after) it in the same section (a line of
-    code always goes by position: an example sits beside what it illustrates). A concept's text stays
-    within ``limit`` characters; what fits nowhere stays out."""
-    size = {n: sum(len(sentences[i].text) + 1 for i in ids) for n, ids in picked.items()}
+    chosen: list[_Candidate], picked: dict[int, list[int]], sentences: list[_Sentence], used: set[int]
+) -> dict[int, list[int]]:
+    """Give every sentence and code line no definition took to a concept, so the memories together
+    keep all the document says (their source excerpts): to a concept it mentions (the one it is
+    about first, then the one holding least), else to the concept whose sentences come just before
+    (else just after) it, in the same section first. Returns each concept's sentences beyond its
+    definition; only headings and exact repeats stay out."""
+    size = {n: 0 for n in picked}
     mentions: dict[int, list[int]] = {}
+    about: dict[int, set[int]] = {}
     for n, cand in enumerate(chosen):
         if n in picked:
             for i in cand.sentences:
                 mentions.setdefault(i, []).append(n)
+            about[n] = set(cand.subject_of)
     owner = {i: n for n, ids in picked.items() for i in ids}
+    owned: dict[int, list[int]] = {}
     texts = {sentences[i].text for i in used}
+    if not picked:
+        return owned
     for i, sentence in enumerate(sentences):
         text = sentence.text
-        if i in used or sentence.heading or (len(text.split()) < 4 and not sentence.code) or text in texts:
+        if i in used or sentence.heading or text in texts:
             continue
-        room = [n for n in mentions.get(i, []) if size[n] + len(text) <= limit]
-        if not room:
-            around = [*range(i - 1, max(i - 13, -1), -1), *range(i + 1, min(i + 7, len(sentences)))]
-            near = [owner[j] for j in around if j in owner and sentences[j].section == sentence.section]
-            room = [n for n in near[:1] if size[n] + len(text) <= limit]
-        if room:
-            n = min(room, key=lambda m: (size[m], m))
-            picked[n].append(i)
-            owner[i] = n
-            size[n] += len(text) + 1
-            used.add(i)
-            texts.add(text)
+        room = [] if sentence.code else mentions.get(i, [])
+        # the concept it is about, else the one mentioned that holds least, else its neighbour's
+        n = min(room, key=lambda m: (i not in about[m], size[m], m)) if room else _nearest_owner(i, sentences, owner)
+        owned.setdefault(n, []).append(i)
+        owner[i] = n
+        size[n] += len(text) + 1
+        used.add(i)
+        texts.add(text)
+    return owned
+
+
+def _nearest_owner(i: int, sentences: list[_Sentence], owner: dict[int, int]) -> int:
+    """The concept holding the closest sentence before ``i`` (else after it), within ``i``'s section
+    when one there holds any: an example or an aside sits beside what it is about."""
+    section = sentences[i].section
+    before = [j for j in owner if j < i]
+    after = [j for j in owner if j > i]
+    for same in (True, False):
+        for side, pick in ((before, max), (after, min)):
+            pool = [j for j in side if not same or sentences[j].section == section]
+            if pool:
+                return owner[pick(pool)]
+    return next(iter(owner.values()))
+
+
+def _passages(sentences: list[_Sentence], ids: list[int], limit: int = PASSAGE_CHARS) -> list[str]:
+    """A concept's excerpts: runs of consecutive sentences (in document order) joined into passages
+    of at most ``limit`` characters; a longer sentence is cut at word boundaries."""
+    out: list[str] = []
+    current = ""
+    last = -2
+    for i in sorted(ids):
+        pieces = _pieces(sentences[i].text, limit)
+        for n, piece in enumerate(pieces):
+            joined = f"{current} {piece}" if current else piece
+            if current and ((i != last + 1 and n == 0) or len(joined) > limit):
+                out.append(current)
+                joined = piece
+            current = joined
+        last = i
+    if current:
+        out.append(current)
+    return out
+
+
+def _pieces(text: str, limit: int) -> list[str]:
+    if len(text) <= limit:
+        return [text]
+    out, current = [], ""
+    for word in text.split():
+        if current and len(current) + len(word) + 1 > limit:
+            out.append(current)
+            current = ""
+        current = f"{current} {word}" if current else word
+    return [*out, current] if current else out
 
 
 def _joined(parts: list[str], limit: int) -> str:

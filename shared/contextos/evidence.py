@@ -18,7 +18,7 @@ import Stemmer
 
 from contextos.extraction.lexical import STOPWORDS
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9_+#.-]*[a-z0-9+#]|[a-z0-9]")
+_WORD = re.compile(r"[a-z0-9]+")  # "srsly.write_jsonl" holds the words "write" and "jsonl"
 
 
 @lru_cache(maxsize=1)

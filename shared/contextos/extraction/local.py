@@ -69,6 +69,8 @@ _CODE_CHARS = re.compile(r"[{}\[\]<>=|\\$;]|\(\)|::|->|>>>")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _UNDERLINE = re.compile(r"^\s*([=\-~^*+#`'\"])\1{2,}\s*$")
 _NOT_PROSE = (".. ", ":", ">>>", "...", "$ ", "Traceback")  # directives, field lists, prompts, tracebacks
+_RST_LINK = re.compile(r"`([^`<>]+?)\s*<[^<>`]+>`_{1,2}")
+_MD_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\([^)\s]+\)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _BAD_LABEL_CHARS = re.compile(r"[{}\[\](),<>=|\\$@/:;`\"“”'_*#~^]")
 # A line of source code once a reStructuredText or markdown block has lost its indentation.
@@ -172,29 +174,32 @@ class LocalConceptExtractor:
         if relax and len(chosen) < budget:  # a document: what is named once still holds what it says
             taken = [*(known or []), *(c.label for c in chosen)]
             chosen += self._choose(candidates, taken, budget - len(chosen), len(sentences), relaxed=True)
-        elif len(chosen) < minimum and fill_from is not None:
-            # A short flush: phrases said once, first those the trusted speakers said (fill_from).
-            for only in (fill_from, None):
-                if len(chosen) >= minimum:
+        elif fill_from is not None and _definable(chosen, sentences) < minimum:
+            # A short flush: phrases said once, first those the trusted speakers said (fill_from);
+            # still short, single common nouns (casual talk names things so: "my pups", "yoga").
+            loose = self._candidates(sentences, single_nouns=True)
+            pools = [(candidates, fill_from), (candidates, None), (loose, fill_from), (loose, None)]
+            for found, only in pools:
+                short = minimum - _definable(chosen, sentences)
+                if short <= 0:
                     break
                 taken = [*(known or []), *(c.label for c in chosen)]
                 pool = {
                     k: c
-                    for k, c in candidates.items()
-                    if only is None or any(sentences[i].turn in only for i in c.sentences)
+                    for k, c in found.items()
+                    if _definable([c], sentences)
+                    and (only is None or any(sentences[i].turn in only for i in c.sentences))
                 }
-                chosen += self._choose(pool, taken, minimum - len(chosen), len(sentences), relaxed=True)
-            if len(chosen) < minimum:
-                # Casual talk names things in single common nouns ("my pups", "the yoga class"):
-                # still short, those the speakers repeat or are about become labels too.
-                taken = [*(known or []), *(c.label for c in chosen)]
-                loose = self._candidates(sentences, single_nouns=True)
-                pool = {k: c for k, c in loose.items() if k not in candidates}
-                chosen += self._choose(pool, taken, minimum - len(chosen), len(sentences), relaxed=True)
+                chosen += self._choose(pool, taken, short, len(sentences), relaxed=True)
         picked: dict[int, list[int]] = {}
         used: set[int] = set()
+        about: dict[int, int] = {}  # sentence → how many chosen concepts it is about
+        for cand in chosen:
+            for i in cand.subject_of:
+                about[i] = about.get(i, 0) + 1
         for n, cand in enumerate(chosen):
-            mine = _definition_sentences(cand, sentences, used)
+            elsewhere = {i for i in cand.sentences if about.get(i, 0) > (i in cand.subject_of)}
+            mine = _definition_sentences(cand, sentences, used, elsewhere)
             if mine:
                 picked[n] = mine
                 used.update(mine)
@@ -218,6 +223,19 @@ class LocalConceptExtractor:
         found: dict[tuple[str, ...], _Candidate] = {}
         # A one-word heading ("tqdm", "h11") is the name of what the text is about, whatever its case.
         titles = {s.text.strip().lower() for s in sentences if s.heading and len(s.text.split()) == 1}
+        # A name the text capitalizes mid-sentence (more often than it writes the word in lower
+        # case) is still a name when it opens one ("Rich requires Python 3.8").
+        capitalized: Counter = Counter()
+        lower: Counter = Counter()
+        for s in sentences:
+            if s.code or s.heading:
+                continue
+            for t in s.span:
+                if t.text.islower():
+                    lower[t.text] += 1
+                elif t.pos_ == "PROPN" and t.text[:1].isupper() and t.text.isalpha() and not t.is_sent_start:
+                    capitalized[t.lower_] += 1
+        titles |= {w for w, n in capitalized.items() if n > lower[w]}
         for index, sentence in enumerate(sentences):
             if sentence.code:
                 continue
@@ -227,9 +245,7 @@ class LocalConceptExtractor:
             seen_here: set[tuple[str, ...]] = set()
             for span, is_entity in spans:
                 tokens = _trim(span)
-                if not tokens or not (
-                    self._acceptable(tokens, titles) or (single_nouns and self._lone_noun(tokens))
-                ):
+                if not tokens or not (self._acceptable(tokens, titles) or (single_nouns and self._lone_noun(tokens))):
                     continue
                 key = tuple(t.lemma_.lower() if t.pos_ in ("NOUN", "VERB") else t.lower_ for t in tokens)
                 cand = found.setdefault(key, _Candidate(key=key))
@@ -342,7 +358,8 @@ def _document_sentences(text: str) -> list[_Sentence]:
             blocks.append(_Sentence(" ".join(paragraph)))
             paragraph.clear()
 
-    for line in text.split("\n"):
+    for raw in text.split("\n"):
+        line = _unlinked(raw)
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
             close()
@@ -378,6 +395,13 @@ def _document_sentences(text: str) -> list[_Sentence]:
         paragraph.append(stripped)
     close()
     return _split_blocks(blocks)
+
+
+def _unlinked(line: str) -> str:
+    """A line with its link markup reduced to the link text (`hyper-h2 <https://…>`_ → hyper-h2,
+    [docs](https://…) → docs): prose that links is still prose, not code."""
+    line = _RST_LINK.sub(r"\1", line)
+    return _MD_LINK.sub(r"\1", line)
 
 
 def _split_blocks(blocks: list[_Sentence]) -> list[_Sentence]:
@@ -492,6 +516,13 @@ def _score(c: _Candidate, n_sentences: int) -> float:
     return spread * length * position * name + 0.9 * bool(c.subject_of) + 0.7 * c.in_heading
 
 
+def _definable(chosen: list[_Candidate], sentences: list[_Sentence]) -> int:
+    """How many of ``chosen`` have a sentence that can define them (a prose one of four words or more)."""
+    return sum(
+        any(not sentences[i].heading and len(sentences[i].text.split()) >= 4 for i in c.sentences) for c in chosen
+    )
+
+
 def _fragment_of(cand: _Candidate, chosen: list[_Candidate]) -> bool:
     """A shorter phrase inside a chosen one that says nothing on its own ("vector" in "pgvector
     vector type" when every sentence of it is one of the longer phrase's)."""
@@ -499,10 +530,19 @@ def _fragment_of(cand: _Candidate, chosen: list[_Candidate]) -> bool:
     return any(mine < set(o.key) and set(cand.sentences) <= set(o.sentences) for o in chosen)
 
 
-def _definition_sentences(cand: _Candidate, sentences: list[_Sentence], used: set[int]) -> list[int]:
+def _definition_sentences(
+    cand: _Candidate,
+    sentences: list[_Sentence],
+    used: set[int],
+    elsewhere: set[int] = frozenset(),  # type: ignore[assignment]
+) -> list[int]:
     """The document's own sentences that say what it is: those where it is the subject first,
-    then the others that mention it, preferring sentences no earlier concept took; headings never."""
+    then the others that mention it, preferring sentences no earlier concept took; headings never.
+    A sentence about another concept (``elsewhere``: "Rich requires Python 3.8" is about Rich) is
+    that concept's, taken only when nothing else says anything of this one."""
     prose = [i for i in cand.sentences if not sentences[i].heading]
+    if any(i not in elsewhere and len(sentences[i].text.split()) >= 4 for i in prose):
+        prose = [i for i in prose if i not in elsewhere]
     order = sorted(prose, key=lambda i: (i not in cand.subject_of, i in used, i))
     picked: list[int] = []
     texts: set[str] = set()
@@ -538,6 +578,8 @@ def _cover(
                 mentions.setdefault(i, []).append(n)
             about[n] = set(cand.subject_of)
     owner = {i: n for n, ids in picked.items() for i in ids}
+    # the concept a heading names: a sentence that says "this"/"it" of its section is about it
+    titled = {i: n for n, cand in enumerate(chosen) if n in picked for i in cand.sentences if sentences[i].heading}
     owned: dict[int, list[int]] = {}
     texts = {sentences[i].text for i in used}
     if not picked:
@@ -547,6 +589,8 @@ def _cover(
         if i in used or sentence.heading or text in texts:
             continue
         room = [] if sentence.code else mentions.get(i, [])
+        if sentence.section in titled and _pronoun_subject(sentence):
+            room = [titled[sentence.section]]
         # the concept it is about, else the one mentioned that holds least, else its neighbour's
         n = min(room, key=lambda m: (i not in about[m], size[m], m)) if room else _nearest_owner(i, sentences, owner)
         owned.setdefault(n, []).append(i)
@@ -555,6 +599,14 @@ def _cover(
         used.add(i)
         texts.add(text)
     return owned
+
+
+def _pronoun_subject(sentence: _Sentence) -> bool:
+    """The sentence's subject is a pronoun or a bare determiner ("This is a little HTTP library")."""
+    span = sentence.span
+    return span is not None and any(
+        t.dep_ in ("nsubj", "nsubjpass") and t.head.dep_ == "ROOT" and t.pos_ in ("PRON", "DET") for t in span
+    )
 
 
 def _nearest_owner(i: int, sentences: list[_Sentence], owner: dict[int, int]) -> int:

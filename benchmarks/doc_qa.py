@@ -234,8 +234,10 @@ def main() -> None:
 
         with db.tenant_tx(TENANT) as conn:  # what the memories hold at all, ranking aside
             stored = "\n".join(
-                f"{r['label']}: {r['definition']}"
-                for r in conn.execute("SELECT label, definition FROM memories WHERE state = 'active'").fetchall()
+                f"{r['label']}: {r['definition']}\n{r['source_text']}"
+                for r in conn.execute(
+                    "SELECT label, definition, source_text FROM memories WHERE state = 'active'"
+                ).fetchall()
             )
         retrieval = RetrievalService(settings=settings, store=store, embedder=embedder)
         rag = ChunkRag([c for d in docs for c in chunks_of(texts[d.id])])
@@ -302,8 +304,8 @@ def main() -> None:
             "Questions: benchmarks/data/doc_qa_questions.jsonl, committed before any tuning; a hit = every answer"
             " term appears (case-insensitive) in the block.",
             "ContextOS: the /v1/context service, dry run, default budget and recipe. answers_in_stored_memories:"
-            " questions whose answer terms appear in some active memory's label and definition (kept, whether"
-            " or not ranked into the block).",
+            " questions whose answer terms appear in some active memory's label, definition and source excerpts"
+            " (kept, whether or not ranked into the block).",
             "chunk_rag: BM25 (bm25s, English stopwords, Snowball stemmer) over ~600-character chunks of the same"
             " parsed texts; top chunks until the context block's token count, the last chunk cut to fit.",
             "generic_label_share: labels made only of generic words, or one common word the document writes in"

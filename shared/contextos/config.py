@@ -213,6 +213,7 @@ class RetrievalSettings(BaseModel):
     token_budget: int = 1500
     l2_excerpts: int = 2  # source excerpts shown under an L2 memory
     l2_excerpt_chars: int = 300
+    l2_excerpt_pool: int = 16  # a candidate's excerpts read, of which those matching the query are shown
     # BM25 text search (migration 0016): memories returned, candidates scored (the bound checked
     # against the exact ranking by benchmarks/retrieval.py), and its constants.
     bm25_k: int = 20
@@ -268,6 +269,7 @@ class MergeSettings(BaseModel):
 
     near_duplicate_cosine: float = 0.93  # nearest memory of the same type at or above this merges
     settle_batch: int = 200  # fresh vectors moved into the ANN index after each document
+    source_text_chars: int = 20_000  # a memory's searchable source excerpts, all its sources together
     related_edge_weight: float = 0.5
     related_edge_step: float = 0.25
 

@@ -75,6 +75,8 @@ class Concept(BaseModel):
     related: list[str] = Field(default_factory=list)
     # Who said it, when one source mixes speakers (S8: by speaker role); None = the source's own.
     provenance: Provenance | None = None
+    # The source's own passages about it beyond the definition (the L2 tier, searchable as text).
+    excerpts: list[str] = Field(default_factory=list)
 
 
 class ValidationReport(BaseModel):
@@ -134,6 +136,7 @@ class MemoryCandidate(BaseModel):
     decay_rate: float
     provenance: Provenance
     base_trust: float
+    excerpts: list[str] = Field(default_factory=list)  # the concept's source excerpts
 
 
 class StoreResult(BaseModel):

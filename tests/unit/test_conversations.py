@@ -215,3 +215,17 @@ def test_a_flush_of_an_ordinary_conversation_gives_three_to_ten_concepts_each_ci
         assert concept.turns and set(concept.turns) <= set(by_seq)
         said = concept.label.lower().split()[-1]
         assert any(said in by_seq[s].content.lower() for s in concept.turns)  # it cites turns that say it
+
+
+def test_casual_talk_still_gives_a_flush_at_least_three_concepts_each_citing_its_speakers_turns():
+    # Small talk names things with single common nouns; the flush still yields S8's minimum.
+    log = turns(
+        ("user", "I've always loved caring for my pups, and now I walk them by the river every morning."),
+        ("assistant", "That sounds lovely. Do the pups like the river?"),
+        ("user", "They do! The photographer got some epic shots of them in the forest last week."),
+        ("assistant", "Nature is great for them. I went hiking in the forest too."),
+    )
+    concepts = LocalConceptExtractor().extract_conversation(log, min_concepts=3, max_concepts=10)
+    assert 3 <= len(concepts) <= 10
+    for concept in concepts:
+        assert concept.turns and concept.definition.startswith(("The user said:", "The assistant said:"))

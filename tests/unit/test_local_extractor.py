@@ -76,3 +76,22 @@ def test_definitions_are_the_documents_own_sentences():
 
 def test_the_language_model_is_loaded_once_per_process():
     assert pipeline() is pipeline()
+
+
+def test_every_sentence_of_the_document_is_kept_in_some_concepts_definition_or_excerpts():
+    concepts = LocalConceptExtractor().extract(DOC)
+    kept = " ".join(c.definition + " " + " ".join(c.excerpts) for c in concepts)
+    sentences = [s.strip() + "." for line in DOC.splitlines() if not line.startswith("#") for s in line.split(". ")]
+    missing = [s for s in sentences if len(s) > 1 and s.rstrip(".") not in kept]
+    assert missing == []
+
+
+def test_a_sentence_about_another_concept_is_not_taken_as_this_ones_definition():
+    doc = (
+        "Rich is a library for terminal output. Rich requires Python 3.8 or later. "
+        "Rich renders tables and progress bars in Python programs. Python is a programming language. "
+        "Many terminal tools are built with Rich."
+    )
+    concepts = {c.label: c for c in LocalConceptExtractor().extract(doc)}
+    assert "Python 3.8" not in concepts["Python"].definition
+    assert "Python 3.8" in concepts["Rich"].definition + " ".join(concepts["Rich"].excerpts)

@@ -38,6 +38,7 @@ MAX_DEFINITION_CHARS = 480
 MAX_DEFINITION_SENTENCES = 3
 MAX_CODE_LINE_CHARS = 160
 MAX_RELATED = 5
+PASSAGE_CHARS = 360  # a source excerpt: about a short paragraph, within the read path's cut
 # Entity kinds that name something; numbers, dates and amounts are facts about names, not names.
 _NAME_ENTITIES = frozenset("PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split())
 # A documentation's section names: structure, not knowledge (S4 forbids structural labels).
@@ -68,6 +69,8 @@ _CODE_CHARS = re.compile(r"[{}\[\]<>=|\\$;]|\(\)|::|->|>>>")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _UNDERLINE = re.compile(r"^\s*([=\-~^*+#`'\"])\1{2,}\s*$")
 _NOT_PROSE = (".. ", ":", ">>>", "...", "$ ", "Traceback")  # directives, field lists, prompts, tracebacks
+_RST_LINK = re.compile(r"`([^`<>]+?)\s*<[^<>`]+>`_{1,2}")
+_MD_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\([^)\s]+\)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _BAD_LABEL_CHARS = re.compile(r"[{}\[\](),<>=|\\$@/:;`\"“”'_*#~^]")
 # A line of source code once a reStructuredText or markdown block has lost its indentation.
@@ -171,38 +174,68 @@ class LocalConceptExtractor:
         if relax and len(chosen) < budget:  # a document: what is named once still holds what it says
             taken = [*(known or []), *(c.label for c in chosen)]
             chosen += self._choose(candidates, taken, budget - len(chosen), len(sentences), relaxed=True)
-        elif len(chosen) < minimum and fill_from is not None:
-            # A short flush: phrases said once, first those the trusted speakers said (fill_from).
-            for only in (fill_from, None):
-                if len(chosen) >= minimum:
+        elif fill_from is not None and _definable(chosen, sentences) < minimum:
+            # A short flush: phrases said once, first those the trusted speakers said (fill_from);
+            # still short, single common nouns (casual talk names things so: "my pups", "yoga").
+            loose = self._candidates(sentences, single_nouns=True)
+            pools = [(candidates, fill_from), (candidates, None), (loose, fill_from), (loose, None)]
+            for found, only in pools:
+                short = minimum - _definable(chosen, sentences)
+                if short <= 0:
                     break
                 taken = [*(known or []), *(c.label for c in chosen)]
                 pool = {
                     k: c
-                    for k, c in candidates.items()
-                    if only is None or any(sentences[i].turn in only for i in c.sentences)
+                    for k, c in found.items()
+                    if _definable([c], sentences)
+                    and (only is None or any(sentences[i].turn in only for i in c.sentences))
                 }
-                chosen += self._choose(pool, taken, minimum - len(chosen), len(sentences), relaxed=True)
+                chosen += self._choose(pool, taken, short, len(sentences), relaxed=True)
         picked: dict[int, list[int]] = {}
         used: set[int] = set()
+        about: dict[int, int] = {}  # sentence → how many chosen concepts it is about
+        for cand in chosen:
+            for i in cand.subject_of:
+                about[i] = about.get(i, 0) + 1
         for n, cand in enumerate(chosen):
-            mine = _definition_sentences(cand, sentences, used)
+            elsewhere = {i for i in cand.sentences if about.get(i, 0) > (i in cand.subject_of)}
+            mine = _definition_sentences(cand, sentences, used, elsewhere)
             if mine:
                 picked[n] = mine
                 used.update(mine)
-        if relax:  # a document: the rest of its prose goes to the concepts it is about
-            _cover(chosen, picked, sentences, used, self.definition_chars)
+        owned: dict[int, list[int]] = {}
+        if relax:  # a document: the rest of its text goes to the concepts it is about, as their excerpts
+            owned = _cover(chosen, picked, sentences, used)
         out: list[tuple[Concept, _Candidate]] = []
         for n, cand in enumerate(chosen):
             if n in picked:
                 definition = _joined([sentences[i].text for i in sorted(picked[n])], self.definition_chars)
-                out.append((self._concept(cand, len(out), definition, chosen), cand))
+                concept = self._concept(cand, len(out), definition, chosen)
+                concept.excerpts = _passages(sentences, owned.get(n, []))
+                out.append((concept, cand))
         return out
 
-    def _candidates(self, sentences: list[_Sentence]) -> dict[tuple[str, ...], _Candidate]:
+    def _candidates(
+        self, sentences: list[_Sentence], *, single_nouns: bool = False
+    ) -> dict[tuple[str, ...], _Candidate]:
+        """Noun phrases and entities by their lemmas; ``single_nouns`` admits a lone common noun
+        (not a generic one) as well."""
         found: dict[tuple[str, ...], _Candidate] = {}
         # A one-word heading ("tqdm", "h11") is the name of what the text is about, whatever its case.
         titles = {s.text.strip().lower() for s in sentences if s.heading and len(s.text.split()) == 1}
+        # A name the text capitalizes mid-sentence (more often than it writes the word in lower
+        # case) is still a name when it opens one ("Rich requires Python 3.8").
+        capitalized: Counter = Counter()
+        lower: Counter = Counter()
+        for s in sentences:
+            if s.code or s.heading:
+                continue
+            for t in s.span:
+                if t.text.islower():
+                    lower[t.text] += 1
+                elif t.pos_ == "PROPN" and t.text[:1].isupper() and t.text.isalpha() and not t.is_sent_start:
+                    capitalized[t.lower_] += 1
+        titles |= {w for w, n in capitalized.items() if n > lower[w]}
         for index, sentence in enumerate(sentences):
             if sentence.code:
                 continue
@@ -212,7 +245,7 @@ class LocalConceptExtractor:
             seen_here: set[tuple[str, ...]] = set()
             for span, is_entity in spans:
                 tokens = _trim(span)
-                if not tokens or not self._acceptable(tokens, titles):
+                if not tokens or not (self._acceptable(tokens, titles) or (single_nouns and self._lone_noun(tokens))):
                     continue
                 key = tuple(t.lemma_.lower() if t.pos_ in ("NOUN", "VERB") else t.lower_ for t in tokens)
                 cand = found.setdefault(key, _Candidate(key=key))
@@ -249,6 +282,21 @@ class LocalConceptExtractor:
         if len(tokens) == 1:
             return (_is_name(tokens[0]) or lowered[0] in titles) and lowered[0] not in self._generic
         return any(t.pos_ in ("NOUN", "PROPN") or _is_name(t) for t in tokens) and len(_surface(tokens)) > 3
+
+    def _lone_noun(self, tokens: list[Token]) -> bool:
+        token = tokens[0]
+        word = token.lower_
+        return (
+            len(tokens) == 1
+            and token.pos_ == "NOUN"
+            and word.isalpha()
+            and len(word) > 3
+            and not token.is_stop
+            and token.lemma_.lower() not in self._generic
+            and word not in self._generic
+            and word not in CONNECTOR_WORDS
+            and word not in STRUCTURAL_WORDS
+        )
 
     def _choose(
         self,
@@ -310,7 +358,8 @@ def _document_sentences(text: str) -> list[_Sentence]:
             blocks.append(_Sentence(" ".join(paragraph)))
             paragraph.clear()
 
-    for line in text.split("\n"):
+    for raw in text.split("\n"):
+        line = _unlinked(raw)
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
             close()
@@ -346,6 +395,13 @@ def _document_sentences(text: str) -> list[_Sentence]:
         paragraph.append(stripped)
     close()
     return _split_blocks(blocks)
+
+
+def _unlinked(line: str) -> str:
+    """A line with its link markup reduced to the link text (`hyper-h2 <https://…>`_ → hyper-h2,
+    [docs](https://…) → docs): prose that links is still prose, not code."""
+    line = _RST_LINK.sub(r"\1", line)
+    return _MD_LINK.sub(r"\1", line)
 
 
 def _split_blocks(blocks: list[_Sentence]) -> list[_Sentence]:
@@ -460,6 +516,13 @@ def _score(c: _Candidate, n_sentences: int) -> float:
     return spread * length * position * name + 0.9 * bool(c.subject_of) + 0.7 * c.in_heading
 
 
+def _definable(chosen: list[_Candidate], sentences: list[_Sentence]) -> int:
+    """How many of ``chosen`` have a sentence that can define them (a prose one of four words or more)."""
+    return sum(
+        any(not sentences[i].heading and len(sentences[i].text.split()) >= 4 for i in c.sentences) for c in chosen
+    )
+
+
 def _fragment_of(cand: _Candidate, chosen: list[_Candidate]) -> bool:
     """A shorter phrase inside a chosen one that says nothing on its own ("vector" in "pgvector
     vector type" when every sentence of it is one of the longer phrase's)."""
@@ -467,10 +530,19 @@ def _fragment_of(cand: _Candidate, chosen: list[_Candidate]) -> bool:
     return any(mine < set(o.key) and set(cand.sentences) <= set(o.sentences) for o in chosen)
 
 
-def _definition_sentences(cand: _Candidate, sentences: list[_Sentence], used: set[int]) -> list[int]:
+def _definition_sentences(
+    cand: _Candidate,
+    sentences: list[_Sentence],
+    used: set[int],
+    elsewhere: set[int] = frozenset(),  # type: ignore[assignment]
+) -> list[int]:
     """The document's own sentences that say what it is: those where it is the subject first,
-    then the others that mention it, preferring sentences no earlier concept took; headings never."""
+    then the others that mention it, preferring sentences no earlier concept took; headings never.
+    A sentence about another concept (``elsewhere``: "Rich requires Python 3.8" is about Rich) is
+    that concept's, taken only when nothing else says anything of this one."""
     prose = [i for i in cand.sentences if not sentences[i].heading]
+    if any(i not in elsewhere and len(sentences[i].text.split()) >= 4 for i in prose):
+        prose = [i for i in prose if i not in elsewhere]
     order = sorted(prose, key=lambda i: (i not in cand.subject_of, i in used, i))
     picked: list[int] = []
     texts: set[str] = set()
@@ -490,37 +562,97 @@ def _definition_sentences(cand: _Candidate, sentences: list[_Sentence], used: se
 
 
 def _cover(
-    chosen: list[_Candidate], picked: dict[int, list[int]], sentences: list[_Sentence], used: set[int], limit: int
-) -> None:
-    """Give every prose sentence no definition took to a concept, so the memories together keep
-    what the document says: to the concept it mentions with the most room left, else to the
-    concept whose sentences come just before (else just after) it in the same section (a line of
-    code always goes by position: an example sits beside what it illustrates). A concept's text stays
-    within ``limit`` characters; what fits nowhere stays out."""
-    size = {n: sum(len(sentences[i].text) + 1 for i in ids) for n, ids in picked.items()}
+    chosen: list[_Candidate], picked: dict[int, list[int]], sentences: list[_Sentence], used: set[int]
+) -> dict[int, list[int]]:
+    """Give every sentence and code line no definition took to a concept, so the memories together
+    keep all the document says (their source excerpts): to a concept it mentions (the one it is
+    about first, then the one holding least), else to the concept whose sentences come just before
+    (else just after) it, in the same section first. Returns each concept's sentences beyond its
+    definition; only headings and exact repeats stay out."""
+    size = {n: 0 for n in picked}
     mentions: dict[int, list[int]] = {}
+    about: dict[int, set[int]] = {}
     for n, cand in enumerate(chosen):
         if n in picked:
             for i in cand.sentences:
                 mentions.setdefault(i, []).append(n)
+            about[n] = set(cand.subject_of)
     owner = {i: n for n, ids in picked.items() for i in ids}
+    # the concept a heading names: a sentence that says "this"/"it" of its section is about it
+    titled = {i: n for n, cand in enumerate(chosen) if n in picked for i in cand.sentences if sentences[i].heading}
+    owned: dict[int, list[int]] = {}
     texts = {sentences[i].text for i in used}
+    if not picked:
+        return owned
     for i, sentence in enumerate(sentences):
         text = sentence.text
-        if i in used or sentence.heading or (len(text.split()) < 4 and not sentence.code) or text in texts:
+        if i in used or sentence.heading or text in texts:
             continue
-        room = [n for n in mentions.get(i, []) if size[n] + len(text) <= limit]
-        if not room:
-            around = [*range(i - 1, max(i - 13, -1), -1), *range(i + 1, min(i + 7, len(sentences)))]
-            near = [owner[j] for j in around if j in owner and sentences[j].section == sentence.section]
-            room = [n for n in near[:1] if size[n] + len(text) <= limit]
-        if room:
-            n = min(room, key=lambda m: (size[m], m))
-            picked[n].append(i)
-            owner[i] = n
-            size[n] += len(text) + 1
-            used.add(i)
-            texts.add(text)
+        room = [] if sentence.code else mentions.get(i, [])
+        if sentence.section in titled and _pronoun_subject(sentence):
+            room = [titled[sentence.section]]
+        # the concept it is about, else the one mentioned that holds least, else its neighbour's
+        n = min(room, key=lambda m: (i not in about[m], size[m], m)) if room else _nearest_owner(i, sentences, owner)
+        owned.setdefault(n, []).append(i)
+        owner[i] = n
+        size[n] += len(text) + 1
+        used.add(i)
+        texts.add(text)
+    return owned
+
+
+def _pronoun_subject(sentence: _Sentence) -> bool:
+    """The sentence's subject is a pronoun or a bare determiner ("This is a little HTTP library")."""
+    span = sentence.span
+    return span is not None and any(
+        t.dep_ in ("nsubj", "nsubjpass") and t.head.dep_ == "ROOT" and t.pos_ in ("PRON", "DET") for t in span
+    )
+
+
+def _nearest_owner(i: int, sentences: list[_Sentence], owner: dict[int, int]) -> int:
+    """The concept holding the closest sentence before ``i`` (else after it), within ``i``'s section
+    when one there holds any: an example or an aside sits beside what it is about."""
+    section = sentences[i].section
+    before = [j for j in owner if j < i]
+    after = [j for j in owner if j > i]
+    for same in (True, False):
+        for side, pick in ((before, max), (after, min)):
+            pool = [j for j in side if not same or sentences[j].section == section]
+            if pool:
+                return owner[pick(pool)]
+    return next(iter(owner.values()))
+
+
+def _passages(sentences: list[_Sentence], ids: list[int], limit: int = PASSAGE_CHARS) -> list[str]:
+    """A concept's excerpts: runs of consecutive sentences (in document order) joined into passages
+    of at most ``limit`` characters; a longer sentence is cut at word boundaries."""
+    out: list[str] = []
+    current = ""
+    last = -2
+    for i in sorted(ids):
+        pieces = _pieces(sentences[i].text, limit)
+        for n, piece in enumerate(pieces):
+            joined = f"{current} {piece}" if current else piece
+            if current and ((i != last + 1 and n == 0) or len(joined) > limit):
+                out.append(current)
+                joined = piece
+            current = joined
+        last = i
+    if current:
+        out.append(current)
+    return out
+
+
+def _pieces(text: str, limit: int) -> list[str]:
+    if len(text) <= limit:
+        return [text]
+    out, current = [], ""
+    for word in text.split():
+        if current and len(current) + len(word) + 1 > limit:
+            out.append(current)
+            current = ""
+        current = f"{current} {word}" if current else word
+    return [*out, current] if current else out
 
 
 def _joined(parts: list[str], limit: int) -> str:

@@ -107,6 +107,7 @@ class Admission:
                     decay_rate=decay_rate(c.importance, c.type, self.settings.decay),
                     provenance=provenance,
                     base_trust=self.settings.governance.trust_of(provenance),
+                    excerpts=c.excerpts,
                 )
             )
         return out

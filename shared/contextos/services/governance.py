@@ -58,7 +58,10 @@ class TrustGate:
         scaled by its content signal: its own text, and the source sentences it was drawn from or
         that promote what it names (``contextos.trust``), never the whole source for one sentence."""
         cfg = self.settings.governance
-        signals = candidate_signals([(c.label, c.definition) for c in candidates], source_text, cfg)
+        # Its excerpts are shown in contexts too: they are judged with its definition.
+        signals = candidate_signals(
+            [(c.label, " ".join([c.definition, *c.excerpts])) for c in candidates], source_text, cfg
+        )
         admitted: list[MemoryCandidate] = []
         held: list[HeldCandidate] = []
         for c, signal in zip(candidates, signals, strict=True):

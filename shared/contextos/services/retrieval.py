@@ -13,6 +13,7 @@ from contextos.config import RelevanceRecipe, Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import UnknownRecipe
+from contextos.evidence import matching_excerpts
 from contextos.models import (
     Band,
     ContextRequest,
@@ -95,7 +96,12 @@ class RetrievalService:
         if self.cold is not None and request.as_of is not None:  # a look into the past lists close ones only
             reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=True)
         budget = request.token_budget or cfg.token_budget
-        excerpts = {r.candidate.id: r.candidate.payload["excerpts"] for r in chosen if r.candidate.payload["excerpts"]}
+        # L2 shows the excerpts that are evidence for this query, not merely the newest
+        excerpts = matching_excerpts(
+            request.query,
+            {r.candidate.id: r.candidate.payload["excerpts"] for r in chosen if r.candidate.payload["excerpts"]},
+            cfg.l2_excerpts,
+        )
         memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
         if request.include_history:
             memories = with_history(self.store, tenant_id, memories)
@@ -249,7 +255,7 @@ class RetrievalService:
                 shared_source_weight=cfg.graph_shared_source_weight,
                 k=cfg.graph_k,
                 pinned=pinned,
-                excerpts=cfg.l2_excerpts,
+                excerpts=cfg.l2_excerpt_pool,
                 excerpt_chars=cfg.l2_excerpt_chars,
             ),
         )

@@ -227,21 +227,27 @@ def scoring_columns(as_of: bool) -> str:
 def scoring_joins(as_of: bool) -> str:
     """A memory ``m``'s vector ``v`` and, in one pass over its occurrences, ``items``: its distinct
     sources (documents, or ``session:<id>``) and what they said beyond its own definition (the L2
-    tier, S6.6), newest first, each cut to %(excerpt_chars)s characters."""
+    tier, S6.6: an occurrence's other definition, then its source excerpts), newest occurrence
+    first and in document order within one, at most %(excerpts)s, each cut to %(excerpt_chars)s
+    characters. The read path shows those that match the query."""
     when = " AND i.created_at <= %(as_of)s" if as_of else ""
     return f"""LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                LEFT JOIN LATERAL (
                    SELECT array_agg(DISTINCT o.source) AS sources,
-                          array_agg(o.excerpt ORDER BY o.created_at DESC)
+                          array_agg(o.excerpt ORDER BY o.created_at DESC, o.ord)
                               FILTER (WHERE o.excerpt IS NOT NULL AND o.newest <= %(excerpts)s) AS excerpts
                    FROM (
                        SELECT coalesce(i.document_id::text, 'session:' || i.session_id) AS source,
-                              CASE WHEN i.definition <> m.definition THEN left(i.definition, %(excerpt_chars)s) END
-                                  AS excerpt,
-                              i.created_at,
-                              row_number() OVER (PARTITION BY i.definition <> m.definition
-                                                 ORDER BY i.created_at DESC) AS newest
+                              x.excerpt, x.ord, i.created_at,
+                              row_number() OVER (PARTITION BY x.excerpt IS NOT NULL
+                                                 ORDER BY i.created_at DESC, x.ord) AS newest
                        FROM memory_items i
+                       CROSS JOIN LATERAL (
+                           SELECT CASE WHEN i.definition <> m.definition
+                                       THEN left(i.definition, %(excerpt_chars)s) END, 0::bigint
+                           UNION ALL
+                           SELECT left(e.x, %(excerpt_chars)s), e.n FROM unnest(i.excerpts) WITH ORDINALITY AS e(x, n)
+                       ) AS x(excerpt, ord)
                        WHERE i.tenant_id = m.tenant_id AND i.memory_id = m.id{when}
                    ) o
                ) items ON true"""

@@ -6,6 +6,7 @@ would too: RLS is the second wall, not the first.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -307,7 +308,8 @@ class MemoryStore:
         chosen = _one_per_key(candidates, final_keys)
         memories = [memory for _, memory in chosen]
         memory_sketches = {memory.norm_key: (lsh.signatures[i], lsh.band_keys[i], vectors[i]) for i, memory in chosen}
-        rows = self._upsert_memories(conn, tenant_id, memories) if memories else []
+        texts = _source_texts(candidates, final_keys, chosen)
+        rows = self._upsert_memories(conn, tenant_id, memories, texts) if memories else []
         ids = {r["norm_key"]: r["id"] for r in rows}
         remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
         pairs = sorted(
@@ -696,8 +698,12 @@ class MemoryStore:
                 fresh=fresh,
             )
 
-    def _upsert_memories(self, conn: Any, tenant_id: str, memories: list[MemoryCandidate]) -> list[dict]:
-        """Insert new memories; a key match reinforces, keeps the better definition and bumps access."""
+    def _upsert_memories(
+        self, conn: Any, tenant_id: str, memories: list[MemoryCandidate], texts: dict[str, str] | None = None
+    ) -> list[dict]:
+        """Insert new memories; a key match reinforces, keeps the better definition and bumps access.
+        ``texts`` (by norm key) is what the sources said beyond the definition: it joins the memory's
+        ``source_text`` (the searchable excerpts), each passage once, with the definition not kept."""
         d = self.decay
         strength = current_strength("m")
         merged_strength = reinforced(strength, d)
@@ -708,21 +714,22 @@ class MemoryStore:
             "(EXCLUDED.importance > m.importance OR (EXCLUDED.importance = m.importance"
             " AND length(EXCLUDED.definition) > length(m.definition)))"
         )
+        unkept = f"CASE WHEN {better} THEN m.definition ELSE EXCLUDED.definition END"
         return conn.execute(
             f"""
             INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
                 strength_anchor, decay_rate, strength, band, provenance, base_trust,
-                next_transition_at, initials, acronyms, decay_policy, decay_scale, decay_shape)
+                next_transition_at, initials, acronyms, decay_policy, decay_scale, decay_shape, source_text)
             SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
                    {initial}, i.decay_rate, {initial}, 'strong', i.provenance, i.base_trust,
                    {next_transition(str(initial), "now()", "i.decay_rate", str(initial), d, **policy["sql"])},
                    i.initials, COALESCE(string_to_array(NULLIF(i.acronyms, ''), ','), '{{}}'),
-                   %(policy)s, %(scale)s, %(shape)s
+                   %(policy)s, %(scale)s, %(shape)s, left(i.source_text, {self.merge.source_text_chars})
             FROM unnest(%(keys)b::text[], %(labels)b::text[], %(defs)b::text[], %(types)b::text[],
                         %(imps)b::int[], %(rates)b::float8[], %(provs)b::text[],
-                        %(trusts)b::float8[], %(inits)b::text[], %(acrs)b::text[])
+                        %(trusts)b::float8[], %(inits)b::text[], %(acrs)b::text[], %(srcs)b::text[])
                 AS i(norm_key, label, definition, type, importance, decay_rate, provenance,
-                     base_trust, initials, acronyms)
+                     base_trust, initials, acronyms, source_text)
             ON CONFLICT (tenant_id, norm_key) WHERE state = 'active' DO UPDATE SET
                 strength_anchor = {merged_strength},
                 strength_anchor_at = now(),
@@ -735,6 +742,11 @@ class MemoryStore:
                 decay_scale = {merged_scale},
                 importance = GREATEST(m.importance, EXCLUDED.importance),
                 definition = CASE WHEN {better} THEN EXCLUDED.definition ELSE m.definition END,
+                source_text = left(m.source_text
+                    || CASE WHEN m.definition = EXCLUDED.definition OR strpos(m.source_text, {unkept}) > 0
+                            THEN '' ELSE E'\\n' || {unkept} END
+                    || CASE WHEN EXCLUDED.source_text = '' OR strpos(m.source_text, EXCLUDED.source_text) > 0
+                            THEN '' ELSE E'\\n' || EXCLUDED.source_text END, {self.merge.source_text_chars}),
                 acronyms = ARRAY(SELECT DISTINCT unnest(m.acronyms || EXCLUDED.acronyms)),
                 initials = COALESCE(m.initials, EXCLUDED.initials),
                 access_count = m.access_count + 1,
@@ -747,6 +759,7 @@ class MemoryStore:
                 "tenant": tenant_id,
                 "inits": [_label_initials(c.label) for c in memories],
                 "acrs": [",".join(_label_acronyms(c.label)) for c in memories],
+                "srcs": [(texts or {}).get(c.norm_key, "") for c in memories],
                 **policy["params"],
                 **_candidate_columns(memories),
             },
@@ -773,9 +786,9 @@ class MemoryStore:
         )
         conn.execute(
             """INSERT INTO memory_items (tenant_id, memory_id, document_id, session_id, message_from, message_to,
-                                         label, definition, importance)
-               SELECT %s, m, %s, %s, %s, %s, l, d, i
-               FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[]) AS t(m, l, d, i)""",
+                                         label, definition, importance, excerpts)
+               SELECT %s, m, %s, %s, %s, %s, l, d, i, ARRAY(SELECT jsonb_array_elements_text(e::jsonb))
+               FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[], %b::text[]) AS t(m, l, d, i, e)""",
             [
                 tenant_id,
                 document_id,
@@ -784,6 +797,7 @@ class MemoryStore:
                 [c.label for c in candidates],
                 [c.definition for c in candidates],
                 [c.importance for c in candidates],
+                [json.dumps(c.excerpts) for c in candidates],
             ],
         )
 
@@ -1075,6 +1089,20 @@ def _admission_audit(rows: Sequence[dict], actor: str, source: ConceptSource | N
         {"actor": actor, "action": "admitted" if r["inserted"] else "merged", "memory_id": r["id"], "details": details}
         for r in rows
     ]
+
+
+def _source_texts(
+    candidates: Sequence[MemoryCandidate], final_keys: list[str], chosen: list[tuple[int, MemoryCandidate]]
+) -> dict[str, str]:
+    """By final key, the text its candidates bring beyond the definition the memory row takes: the
+    other candidates' definitions and everyone's excerpts, each passage once, in order."""
+    row_of = {c.norm_key: i for i, c in chosen}
+    parts: dict[str, list[str]] = {}
+    for i, (candidate, key) in enumerate(zip(candidates, final_keys, strict=True)):
+        mine = parts.setdefault(key, [])
+        pieces = candidate.excerpts if row_of.get(key) == i else [candidate.definition, *candidate.excerpts]
+        mine.extend(p for p in pieces if p and p not in mine and p != candidates[row_of[key]].definition)
+    return {key: "\n".join(texts) for key, texts in parts.items() if texts}
 
 
 def _one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[tuple[int, MemoryCandidate]]:

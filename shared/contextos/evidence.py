@@ -32,14 +32,27 @@ def stems(text: str) -> set[str]:
     return set(_stemmer().stemWords(words))
 
 
-def matching_excerpts(query: str, excerpts: Mapping[Hashable, Sequence[str]], k: int) -> dict[Hashable, list[str]]:
+def stem_key(text: str) -> str:
+    """`stems` as stored beside an excerpt (migration 0031): sorted, space-separated."""
+    return " ".join(sorted(stems(text)))
+
+
+def matching_excerpts(
+    query: str,
+    excerpts: Mapping[Hashable, Sequence[str]],
+    k: int,
+    stored: Mapping[Hashable, Sequence[str | None]] | None = None,
+) -> dict[Hashable, list[str]]:
     """Per memory, at most ``k`` of its excerpts that share a content word with ``query``, the
     best match first (the sum of the shared words' rarity among all these excerpts; ties keep
-    the given order). A memory none of whose excerpts match gets none."""
+    the given order). A memory none of whose excerpts match gets none. ``stored`` holds, per
+    memory and in the same order, each excerpt's `stem_key` from the write path (None where a
+    row predates it: that excerpt is stemmed here)."""
     wanted = stems(query)
     if not wanted or k <= 0:
         return {}
-    held = {key: [stems(e) & wanted for e in texts] for key, texts in excerpts.items()}
+    stored = stored or {}
+    held = {key: _matches(texts, stored.get(key), wanted) for key, texts in excerpts.items()}
     df = Counter(t for matches in held.values() for m in matches for t in m)
     n = sum(len(matches) for matches in held.values())
     idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
@@ -50,3 +63,10 @@ def matching_excerpts(query: str, excerpts: Mapping[Hashable, Sequence[str]], k:
         if best:
             out[key] = [texts[i] for _, i in best]
     return out
+
+
+def _matches(texts: Sequence[str], keys: Sequence[str | None] | None, wanted: set[str]) -> list[set[str]]:
+    """Each excerpt's stems that the query holds, from the stored form when there is one."""
+    if keys is None or len(keys) != len(texts):
+        return [stems(e) & wanted for e in texts]
+    return [wanted.intersection(key.split()) if key is not None else stems(e) & wanted for e, key in zip(texts, keys, strict=True)]

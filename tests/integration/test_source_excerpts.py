@@ -88,3 +88,24 @@ def test_the_block_shows_the_excerpt_that_matches_the_query(seeded, local_embedd
     assert orbit.tier_used == "L2"
     assert orbit.excerpts[0] == ORBIT_EXCERPTS[1]
     assert ORBIT_EXCERPTS[1] in result.context
+
+
+def test_the_write_path_stores_each_excerpts_stems_and_the_read_path_reads_them(seeded, monkeypatch, local_embedder):
+    from contextos import evidence
+
+    with container.database().tenant_tx(seeded) as conn:
+        row = conn.execute(
+            "SELECT excerpt_stems, definition_stems FROM memory_items i JOIN memories m ON m.id = i.memory_id"
+            " WHERE m.label = 'Orbit scheduler'"
+        ).fetchone()
+    assert row["excerpt_stems"] == [evidence.stem_key(e) for e in ORBIT_EXCERPTS]
+    assert "schedul" in row["definition_stems"].split()
+    # The read path compares the stored forms: it stems only the query, never a candidate's excerpts.
+    stemmed: list[str] = []
+    real = evidence.stems
+    monkeypatch.setattr(evidence, "stems", lambda text: stemmed.append(text) or real(text))
+    service = RetrievalService(settings=get_settings(), store=container.memory_store(), embedder=local_embedder)
+    query = "How often is the placement log written?"
+    result = service.context(seeded, ContextRequest(query=query, dry_run=True))
+    assert next(m for m in result.memories if m.label == "Orbit scheduler").excerpts[0] == ORBIT_EXCERPTS[1]
+    assert stemmed == [query]

@@ -97,10 +97,12 @@ class RetrievalService:
             reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=True)
         budget = request.token_budget or cfg.token_budget
         # L2 shows the excerpts that are evidence for this query, not merely the newest
+        with_excerpts = [r.candidate.payload for r in chosen if r.candidate.payload["excerpts"]]
         excerpts = matching_excerpts(
             request.query,
-            {r.candidate.id: r.candidate.payload["excerpts"] for r in chosen if r.candidate.payload["excerpts"]},
+            {row["id"]: row["excerpts"] for row in with_excerpts},
             cfg.l2_excerpts,
+            {row["id"]: row["excerpt_stems"] for row in with_excerpts if row.get("excerpt_stems")},
         )
         memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
         if request.include_history:

@@ -221,7 +221,8 @@ def scoring_columns(as_of: bool) -> str:
                {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
                COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim,
                COALESCE(items.sources, '{{}}') AS sources,
-               COALESCE(items.excerpts, '{{}}') AS excerpts"""
+               COALESCE(items.excerpts, '{{}}') AS excerpts,
+               COALESCE(items.excerpt_stems, '{{}}') AS excerpt_stems"""
 
 
 def scoring_joins(as_of: bool) -> str:
@@ -229,25 +230,29 @@ def scoring_joins(as_of: bool) -> str:
     sources (documents, or ``session:<id>``) and what they said beyond its own definition (the L2
     tier, S6.6: an occurrence's other definition, then its source excerpts), newest occurrence
     first and in document order within one, at most %(excerpts)s, each cut to %(excerpt_chars)s
-    characters. The read path shows those that match the query."""
+    characters, with their stemmed forms (migration 0031; NULL where a row predates it). The read
+    path shows those that match the query."""
     when = " AND i.created_at <= %(as_of)s" if as_of else ""
     return f"""LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                LEFT JOIN LATERAL (
                    SELECT array_agg(DISTINCT o.source) AS sources,
                           array_agg(o.excerpt ORDER BY o.created_at DESC, o.ord)
-                              FILTER (WHERE o.excerpt IS NOT NULL AND o.newest <= %(excerpts)s) AS excerpts
+                              FILTER (WHERE o.excerpt IS NOT NULL AND o.newest <= %(excerpts)s) AS excerpts,
+                          array_agg(o.stems ORDER BY o.created_at DESC, o.ord)
+                              FILTER (WHERE o.excerpt IS NOT NULL AND o.newest <= %(excerpts)s) AS excerpt_stems
                    FROM (
                        SELECT coalesce(i.document_id::text, 'session:' || i.session_id) AS source,
-                              x.excerpt, x.ord, i.created_at,
+                              x.excerpt, x.stems, x.ord, i.created_at,
                               row_number() OVER (PARTITION BY x.excerpt IS NOT NULL
                                                  ORDER BY i.created_at DESC, x.ord) AS newest
                        FROM memory_items i
                        CROSS JOIN LATERAL (
                            SELECT CASE WHEN i.definition <> m.definition
-                                       THEN left(i.definition, %(excerpt_chars)s) END, 0::bigint
+                                       THEN left(i.definition, %(excerpt_chars)s) END, i.definition_stems, 0::bigint
                            UNION ALL
-                           SELECT left(e.x, %(excerpt_chars)s), e.n FROM unnest(i.excerpts) WITH ORDINALITY AS e(x, n)
-                       ) AS x(excerpt, ord)
+                           SELECT left(e.x, %(excerpt_chars)s), e.s, e.n
+                           FROM unnest(i.excerpts, i.excerpt_stems) WITH ORDINALITY AS e(x, s, n)
+                       ) AS x(excerpt, stems, ord)
                        WHERE i.tenant_id = m.tenant_id AND i.memory_id = m.id{when}
                    ) o
                ) items ON true"""

@@ -18,6 +18,7 @@ import numpy as np
 from contextos.config import DecaySettings, MergeSettings
 from contextos.decay import weibull_scale as decay_weibull_scale
 from contextos.errors import NotFound
+from contextos.evidence import stem_key
 from contextos.faults import crash_point
 from contextos.governance_models import HeldCandidate
 from contextos.lsh import PREFIX_BITS, Sketch, max_hamming, signature_prefix, sketch
@@ -786,9 +787,11 @@ class MemoryStore:
         )
         conn.execute(
             """INSERT INTO memory_items (tenant_id, memory_id, document_id, session_id, message_from, message_to,
-                                         label, definition, importance, excerpts)
-               SELECT %s, m, %s, %s, %s, %s, l, d, i, ARRAY(SELECT jsonb_array_elements_text(e::jsonb))
-               FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[], %b::text[]) AS t(m, l, d, i, e)""",
+                                         label, definition, importance, excerpts, excerpt_stems, definition_stems)
+               SELECT %s, m, %s, %s, %s, %s, l, d, i, ARRAY(SELECT jsonb_array_elements_text(e::jsonb)),
+                      ARRAY(SELECT jsonb_array_elements_text(es::jsonb)), ds
+               FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::int[], %b::text[], %b::text[], %b::text[])
+                    AS t(m, l, d, i, e, es, ds)""",
             [
                 tenant_id,
                 document_id,
@@ -798,6 +801,9 @@ class MemoryStore:
                 [c.definition for c in candidates],
                 [c.importance for c in candidates],
                 [json.dumps(c.excerpts) for c in candidates],
+                # the L2 matcher's stemmed forms, computed once here (migration 0031)
+                [json.dumps([stem_key(e) for e in c.excerpts]) for c in candidates],
+                [stem_key(c.definition) for c in candidates],
             ],
         )
 

@@ -69,4 +69,7 @@ def _matches(texts: Sequence[str], keys: Sequence[str | None] | None, wanted: se
     """Each excerpt's stems that the query holds, from the stored form when there is one."""
     if keys is None or len(keys) != len(texts):
         return [stems(e) & wanted for e in texts]
-    return [wanted.intersection(key.split()) if key is not None else stems(e) & wanted for e, key in zip(texts, keys, strict=True)]
+    return [
+        wanted.intersection(key.split()) if key is not None else stems(e) & wanted
+        for e, key in zip(texts, keys, strict=True)
+    ]

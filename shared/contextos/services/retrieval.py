@@ -13,7 +13,7 @@ from contextos.config import RelevanceRecipe, Settings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import UnknownRecipe
-from contextos.evidence import matching_excerpts
+from contextos.evidence import matching_excerpts, stems
 from contextos.models import (
     Band,
     ContextRequest,
@@ -259,6 +259,7 @@ class RetrievalService:
                 pinned=pinned,
                 excerpts=cfg.l2_excerpt_pool,
                 excerpt_chars=cfg.l2_excerpt_chars,
+                stems=sorted(stems(query)),
             ),
         )
         for row in rows:

@@ -196,6 +196,7 @@ class PoolRequest:
     pinned: int
     excerpts: int
     excerpt_chars: int
+    stems: Sequence[str] = ()  # the query's content-word stems, which choose the excerpts read
 
     def params(self, tenant_id: str, query_vector: Sequence[float]) -> dict:
         return {
@@ -210,6 +211,7 @@ class PoolRequest:
             "pinned": self.pinned,
             "excerpts": self.excerpts,
             "excerpt_chars": self.excerpt_chars,
+            "stems": list(self.stems),
         }
 
 
@@ -228,10 +230,11 @@ def scoring_columns(as_of: bool) -> str:
 def scoring_joins(as_of: bool) -> str:
     """A memory ``m``'s vector ``v`` and, in one pass over its occurrences, ``items``: its distinct
     sources (documents, or ``session:<id>``) and what they said beyond its own definition (the L2
-    tier, S6.6: an occurrence's other definition, then its source excerpts), newest occurrence
-    first and in document order within one, at most %(excerpts)s, each cut to %(excerpt_chars)s
-    characters, with their stemmed forms (migration 0031; NULL where a row predates it). The read
-    path shows those that match the query."""
+    tier, S6.6: an occurrence's other definition, then its source excerpts), at most %(excerpts)s,
+    each cut to %(excerpt_chars)s characters, with their stemmed forms (migration 0031; NULL where a
+    row predates it). Those holding the most of the query's stems %(stems)s are read, then the
+    newest occurrence's, in document order: a memory merged from many sources brings the passages
+    that answer this query, not only its latest source's. The read path shows those that match."""
     when = " AND i.created_at <= %(as_of)s" if as_of else ""
     return f"""LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                LEFT JOIN LATERAL (
@@ -244,7 +247,9 @@ def scoring_joins(as_of: bool) -> str:
                        SELECT coalesce(i.document_id::text, 'session:' || i.session_id) AS source,
                               x.excerpt, x.stems, x.ord, i.created_at,
                               row_number() OVER (PARTITION BY x.excerpt IS NOT NULL
-                                                 ORDER BY i.created_at DESC, x.ord) AS newest
+                                                 ORDER BY (SELECT count(*) FROM unnest(%(stems)b::text[]) AS w(s)
+                                                           WHERE strpos(' ' || x.stems || ' ', ' ' || w.s || ' ') > 0)
+                                                          DESC, i.created_at DESC, x.ord) AS newest
                        FROM memory_items i
                        CROSS JOIN LATERAL (
                            SELECT CASE WHEN i.definition <> m.definition

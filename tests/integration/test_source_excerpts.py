@@ -109,3 +109,16 @@ def test_the_write_path_stores_each_excerpts_stems_and_the_read_path_reads_them(
     result = service.context(seeded, ContextRequest(query=query, dry_run=True))
     assert next(m for m in result.memories if m.label == "Orbit scheduler").excerpts[0] == ORBIT_EXCERPTS[1]
     assert stemmed == [query]
+
+
+def test_a_memory_with_more_excerpts_than_are_read_brings_the_one_that_answers(configured, tenant, local_embedder):
+    # More passages than the read path reads per candidate; the answer is the last of them.
+    pool = get_settings().retrieval.l2_excerpt_pool
+    filler = [f"Section {n} of the orbit scheduler notes covers node draining rule {n}." for n in range(pool + 4)]
+    answer = "The placement log is written to the ledger bucket every hour."
+    store_concepts(container.memory_store(), tenant, [_with_excerpts(local_embedder, ORBIT, [*filler, answer])])
+    service = RetrievalService(settings=get_settings(), store=container.memory_store(), embedder=local_embedder)
+    result = service.context(tenant, ContextRequest(query="How often is the placement log written?", dry_run=True))
+    orbit = next(m for m in result.memories if m.label == "Orbit scheduler")
+    assert orbit.excerpts[0] == answer
+    assert answer in result.context

@@ -159,6 +159,8 @@ class RelevanceRecipe(BaseModel):
     semantic_text: float = 0.5
     semantic_vector: float = 0.5
     semantic_graph: float = 0.0
+    # Sharing an S9 community with a top hit (1 or 0; the older recipes read it inside graph)
+    semantic_community: float = 0.0
     gate: float = 0.1
     fresh_strength: float = 0.5  # fresh = this · strength + (1 − this) · recency
     # The same subject stated twice (cosine between the two memories at least this), the fresher
@@ -272,6 +274,8 @@ class MergeSettings(BaseModel):
     source_text_chars: int = 20_000  # a memory's searchable source excerpts, all its sources together
     related_edge_weight: float = 0.5
     related_edge_step: float = 0.25
+    # A turn stored as its own memory is linked to its session's previous turn at this weight (0: no link)
+    session_neighbour_weight: float = 0.0
 
 
 class ReportSettings(BaseModel):

@@ -190,6 +190,7 @@ class ScoredMemory(BaseModel):
     always_load: bool = False
     score: ScoreBreakdown
     history: list[PriorVersion] = Field(default_factory=list)  # with include_history: what it superseded
+    said_at: datetime | None = None  # a conversation memory's own time (when it was said), shown with it
 
 
 class Reactivation(BaseModel):

@@ -27,6 +27,7 @@ class Candidate:
     text: float = 0.0
     graph: float = 0.0
     methods: set[str] = field(default_factory=set)
+    community: float = 0.0  # 1 when it shares an S9 community with a top hit
     payload: object = None
     trust: float = 0.0  # composite trust (S7): reported, never weighted
 
@@ -140,6 +141,7 @@ def pooled_semantic(candidates: Sequence[Candidate], recipe: RelevanceRecipe) ->
         recipe.semantic_text * c.text / best_text
         + recipe.semantic_vector * c.vector / best_vector
         + recipe.semantic_graph * c.graph
+        + recipe.semantic_community * c.community
         for c in candidates
     ]
 

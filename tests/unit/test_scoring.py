@@ -147,3 +147,17 @@ def test_an_update_outranks_the_older_statement_of_the_same_subject_not_other_me
     order = [r.candidate.id for r in rank([stale, other_old, current], CFG, recipe, same_subject=same_subject)]
     assert order.index("current") < order.index("stale")
     assert order[0] == "other"  # memories about different things keep their order by relevance
+
+
+def test_the_relevance_recipe_weighs_a_shared_community_by_its_own_weight():
+    from contextos.config import RelevanceRecipe
+    from contextos.scoring import pooled_semantic
+
+    def pool() -> list[Candidate]:
+        return [
+            Candidate(id="a", strength=1, hours_since_access=0, importance=5, vector=0.8, text=1.0),
+            Candidate(id="b", strength=1, hours_since_access=0, importance=5, vector=0.4, community=1.0),
+        ]
+
+    assert pooled_semantic(pool(), RelevanceRecipe()) == pytest.approx([1.0, 0.25])
+    assert pooled_semantic(pool(), RelevanceRecipe(semantic_community=0.1)) == pytest.approx([1.0, 0.35])

@@ -316,6 +316,7 @@ class RetrievalService:
                     text=methods.get("text", 0.0),
                     graph=min(methods.get("graph", 0.0) + methods.get("community", 0.0), 1.0),
                     methods=set(methods) - {"community"},
+                    community=1.0 if "community" in methods else 0.0,
                     payload=row | {"band": band},
                     trust=trust,
                 )
@@ -419,6 +420,7 @@ class RetrievalService:
         for r, base in zip(chosen, l0, strict=True):
             row = r.candidate.payload
             l1 = estimate_tokens(f"{row['label']}: {row['definition']}") + 4
+            l1 += 4 if _said_at(row, sources.get(row["id"], [])) is not None else 0  # ", said 2023-05-08"
             l2 = l1 + sum(estimate_tokens(e) + 2 for e in excerpts.get(row["id"], []))
             tier = "L0"
             if raising and excerpts.get(row["id"]) and used - base + l2 <= budget:
@@ -466,7 +468,22 @@ def _scored(r: Ranked, tier: str, sources: dict, excerpts: list[str] | None = No
         excerpts=excerpts or [],
         always_load=bool(row.get("always_load")),
         score=r.score,
+        said_at=_said_at(row, sources.get(row["id"], [])),
     )
+
+
+def _said_at(row: dict, sources: list[str]) -> datetime | None:
+    """When a memory from a conversation was said (its ``valid_from``: a turn's own time, or its
+    flush's), so a "when" question finds the date beside the answer. Document knowledge has no
+    such moment worth the tokens."""
+    if any(s.startswith("session:") for s in sources):
+        return row.get("valid_from")
+    return None
+
+
+def _heading(m: ScoredMemory) -> str:
+    """``type`` or ``type, said <date>``: what the block says about a memory besides its text."""
+    return f"{m.type}, said {m.said_at:%Y-%m-%d}" if m.said_at is not None else m.type
 
 
 def assemble(query: str, memories: list[ScoredMemory], index: list[str], fmt: str) -> str:
@@ -481,19 +498,20 @@ def assemble(query: str, memories: list[ScoredMemory], index: list[str], fmt: st
             {
                 "memories": [
                     {"label": m.label, "type": m.type, "definition": m.definition, "excerpts": m.excerpts}
+                    | ({"said_at": m.said_at.isoformat()} if m.said_at is not None else {})
                     for m in ordered
                 ],
                 "index": index,
             }
         )
     if fmt == "plain":
-        lines = [f"{m.label} ({m.type}): {m.definition}" + "".join(f" | {e}" for e in m.excerpts) for m in ordered]
+        lines = [f"{m.label} ({_heading(m)}): {m.definition}" + "".join(f" | {e}" for e in m.excerpts) for m in ordered]
         if index:
             lines.append("Also known: " + "; ".join(index))
         return "\n".join(lines)
     lines = ["## Relevant memory", ""]
     for m in ordered:
-        lines.append(f"- **{m.label}** ({m.type}): {m.definition}")
+        lines.append(f"- **{m.label}** ({_heading(m)}): {m.definition}")
         lines += [f"  > {excerpt}" for excerpt in m.excerpts]
     if index:
         lines += ["", "## Also in memory", "", ", ".join(index)]

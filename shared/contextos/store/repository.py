@@ -39,6 +39,7 @@ from contextos.store.governance import (
 )
 from contextos.store.history import PoolRequest, candidate_pool_sql, graph_walk_sql, live_now, walk_params
 from contextos.store.scopes import key_owner_sql
+from contextos.store.session_neighbours import link_session_neighbours
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
 from contextos.store.text_search import BM25Params, bm25_call, phrases_call, rank_text, search_phrases
 from pgvector import Vector
@@ -453,6 +454,8 @@ class MemoryStore:
                 )
                 if self.db.dialect.name == "postgres":
                     insert_subject_terms(conn, tenant_id, ids, [c.norm_key for c in candidates])
+                if session_id is not None:
+                    link_session_neighbours(conn, tenant_id, session_id, ids, seqs, self.merge.session_neighbour_weight)
         return ids
 
     def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:

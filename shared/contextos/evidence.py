@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import Stemmer
 
-from contextos.extraction.lexical import STOPWORDS
+from contextos.stopwords import STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9]+")  # "srsly.write_jsonl" holds the words "write" and "jsonl"
 

@@ -164,7 +164,8 @@ def main() -> None:
             f"(related edge, weight {args.weight}); S9 communities computed per tenant; R@10 in percent.",
             "`real`: the deployed default recipe through RetrievalService.context (dry run). The other rows "
             "re-rank that same candidate pool with the relevance recipe's semantic_graph or semantic_community "
-            "raised, then apply the same forgetting budget (they skip the reactivation step, which in a dry run only drops the cold stubs it cannot read back; `real` and an unchanged recipe gave identical lists).",
+            "raised, then apply the same forgetting budget (they skip the reactivation step, which in a dry run"
+            " only drops the cold stubs it cannot read back; `real` and an unchanged recipe gave identical lists).",
             "Without the edges (the default) see benchmarks/reports/locomo.json.",
         ],
     )

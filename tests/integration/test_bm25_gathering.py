@@ -100,6 +100,9 @@ def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
         reads = ScopedReads(store, scope, exact_scan_max_rows=5)  # bo's 12 rows count as a large scope
         rows = reads.text_rank(tenant, "zebra", [], [], k=10, cap=200, params=params)
         assert len(rows) == 10 and {r["id"] for r in rows} <= set(bo), scope
-    assert ScopedReads(store, ScopeFilter(user_id="cy"), exact_scan_max_rows=0).text_rank(
-        tenant, "zebra", [], [], k=10, cap=200, params=params
-    ) == []
+    assert (
+        ScopedReads(store, ScopeFilter(user_id="cy"), exact_scan_max_rows=0).text_rank(
+            tenant, "zebra", [], [], k=10, cap=200, params=params
+        )
+        == []
+    )

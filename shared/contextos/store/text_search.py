@@ -126,8 +126,19 @@ def bm25_call(
     return (
         "SELECT * FROM contextos_bm25_rank(%s::text, %s::text[], %s::real, %s::int, %s::int, %s::real, %s::real,"
         " %s::int, %s::timestamptz, %s::boolean, %s::text, %s::text, %s::text, %s::text[])",
-        [query, list(extra), params.extra_weight, k, cap, params.k1, params.b, params.df_live_max, as_of, with_cold]
-        + _scope_args(scope),
+        [
+            query,
+            list(extra),
+            params.extra_weight,
+            k,
+            cap,
+            params.k1,
+            params.b,
+            params.df_live_max,
+            as_of,
+            with_cold,
+            *_scope_args(scope),
+        ],
     )
 
 

@@ -12,7 +12,8 @@ from contextos.config import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 from contextos.scopes import ScopeFilter
-from contextos.store.scoped_reads import ScopedReads
+from contextos.store.history import HistoricalReads
+from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params, bm25_call
 
 WORDS = ["zebra", "walrus", "heron", "badger", "otter", "falcon", "lynx", "bison"]
@@ -99,6 +100,9 @@ def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
     for scope in (ScopeFilter(user_id="bo"), ScopeFilter(tags=["night"])):
         reads = ScopedReads(store, scope, exact_scan_max_rows=5)  # bo's 12 rows count as a large scope
         rows = reads.text_rank(tenant, "zebra", [], [], k=10, cap=200, params=params)
+        assert len(rows) == 10 and {r["id"] for r in rows} <= set(bo), scope
+        then = ScopedHistoricalReads(HistoricalReads(container.database(), datetime.now(UTC)), scope, 5)
+        rows = then.text_rank(tenant, "zebra", [], [], k=10, cap=200, params=params)  # as of now: the same
         assert len(rows) == 10 and {r["id"] for r in rows} <= set(bo), scope
     assert (
         ScopedReads(store, ScopeFilter(user_id="cy"), exact_scan_max_rows=0).text_rank(

@@ -286,8 +286,9 @@ class ScopedHistoricalReads:
     """A scope and ``as_of`` together (S7 with S11): what was believed then, among the memories in
     the scope now (scopes are organisation and carry no history of their own). The historical reads
     already scan the tenant's vectors exactly, so the scope costs them nothing more; its text is
-    ranked over the scope's believed rows when they are few, else the tenant's historical ranking
-    widened and filtered."""
+    ranked over the scope's believed rows when they are few, else by the tenant's statistics over
+    the scope's own matches (a metadata filter: the tenant's historical ranking widened and
+    filtered)."""
 
     history: HistoricalReads
     scope: ScopeFilter
@@ -348,6 +349,9 @@ class ScopedHistoricalReads:
             )
             if rows and int(rows[0]["scope_rows"]) <= small:
                 return [_text_row(r) for r in rows if r["id"] is not None]
+            if not self.scope.metadata:  # a large scope: gathered within it, as of then
+                call = bm25_call(query, extra, k=k, cap=cap, params=params, as_of=self.history.as_of, scope=self.scope)
+                return db.tenant_read(tenant_id, call)
         hits = self.history.text_rank(tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params)
         if not hits:
             return []

@@ -1277,7 +1277,7 @@ def main() -> None:
         f" Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
         f"{rls['matched_rows_per_phrase']['p95']:.0f}. The common lexemes are what the lifecycle scan records"
         " (run once here after each load, as a deployment would within 4 h).",
-        f"BM25 text search at 100k (migration 0016, what the read path runs): the deployed bounded call"
+        f"BM25 text search at 100k (migration 0027, what the read path runs): the deployed bounded call"
         f" {bm25['deployed_per_query']['p50']}/{bm25['deployed_per_query']['p95']} ms p50/p95, the exact ranking of"
         f" every match {bm25['exact_per_query']['p50']}/{bm25['exact_per_query']['p95']} ms; the deployed call returns"
         f" {bm25['share_of_exact_top_k']:.0%} of the exact top {bm25['k']} (ties at the k-th score count),"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import random
 import re
 import sys
@@ -36,7 +37,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -61,7 +62,7 @@ from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
-from contextos.store.text_search import BM25Params, phrase_forms
+from contextos.store.text_search import BM25Params, bm25_call, phrase_forms
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
@@ -582,19 +583,49 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return (time.perf_counter() - started) * 1000.0, out
 
 
-def pipeline_latency(service: RetrievalService, tenant: str, queries: list[str], vectors: np.ndarray, warmup: int):
+class ServerCpu:
+    """CPU time the embedded server's backends spent (``/proc/<pid>/schedstat``, nanoseconds on CPU):
+    on a shared machine wall time mostly measures the queue for the cores, CPU time the work. The
+    server runs on this machine, and this process is its only client."""
+
+    def __init__(self, url: str) -> None:
+        self._conn = psycopg.connect(url, autocommit=True)
+
+    def ms(self) -> float:
+        pids = [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            )
+        ]
+        total = 0
+        for pid in pids:
+            with suppress(FileNotFoundError, ProcessLookupError):  # a backend that just ended
+                total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        return total / 1e6
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def pipeline_latency(
+    service: RetrievalService, tenant: str, queries: list[str], vectors: np.ndarray, warmup: int, cpu: ServerCpu
+):
     for q, v in zip(queries[:warmup], vectors[:warmup], strict=True):
         service.context(tenant, ContextRequest(query=q, dry_run=True), query_vector=v.tolist())
     metrics.clear_metrics()
-    times, returned = [], []
+    times, returned, client_cpu, server_cpu = [], [], [], []
     for q, v in zip(queries, vectors, strict=True):
+        server, client = cpu.ms(), time.process_time()
         ms, result = timed(
             lambda q=q, v=v: service.context(tenant, ContextRequest(query=q, dry_run=True), query_vector=v.tolist())
         )
+        client_cpu.append((time.process_time() - client) * 1000.0)
+        server_cpu.append(cpu.ms() - server)
         times.append(ms)
         returned.append(len(result.memories))
         metrics.clear_metrics()  # Powertools flushes to stdout every 100 metrics: keep that out of the timing
-    return times, returned
+    return times, returned, client_cpu, server_cpu
 
 
 RAW_HNSW = (
@@ -604,23 +635,25 @@ RAW_HNSW = (
 
 
 def raw_hnsw(
-    url: str, tenant: str, vectors: np.ndarray, ef_search: int, warmup: int
-) -> tuple[list[float], list[int], str]:
+    url: str, tenant: str, vectors: np.ndarray, ef_search: int, warmup: int, cpu: ServerCpu
+) -> tuple[list[float], list[int], str, list[float]]:
     """The bare pgvector top-20 (as the owner, one connection, no RLS): the floor under the pipeline."""
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
         conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
         for v in vectors[:warmup]:
             conn.execute(RAW_HNSW, [tenant, v]).fetchall()
-        times, counts = [], []
+        times, counts, cpu_ms = [], [], []
         for v in vectors:
+            server, client = cpu.ms(), time.process_time()
             ms, rows = timed(lambda v=v: conn.execute(RAW_HNSW, [tenant, v]).fetchall())
+            cpu_ms.append(cpu.ms() - server + (time.process_time() - client) * 1000.0)
             times.append(ms)
             counts.append(len(rows))
         plan = "\n".join(
             r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + RAW_HNSW, [tenant, vectors[0]]).fetchall()
         )
-    return times, counts, plan
+    return times, counts, plan, cpu_ms
 
 
 class TimingStore:
@@ -763,6 +796,9 @@ class OwnerDatabase(Database):
         register_vector(conn)
 
 
+BM25_0016 = "contextos_text_search_bm25"
+
+
 def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[str], limit: int) -> dict:
     """The deployed BM25 text search (migration 0016, bounded by ``bm25_cap``) against the exact BM25
     ranking of every match (the same function with no bound), per query: the share of the exact top
@@ -774,17 +810,30 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
     )
     store = MemoryStore(db, settings.decay, settings.merge)
     k = cfg.bm25_k
+    cpu = ServerCpu(db.conninfo)
     exact_ms, deployed_ms, kept, compared = [], [], 0.0, 0
+    deployed_cpu, before_ms, before_cpu, same_as_before = [], [], [], 0
     for query in queries[:limit]:
         ms, exact = timed(lambda q=query: store.text_rank(tenant, q, [], [], k=k, cap=None, params=params))
         exact_ms.append(ms)
+        server = cpu.ms()
         ms, deployed = timed(lambda q=query: store.text_rank(tenant, q, [], [], k=k, cap=cfg.bm25_cap, params=params))
+        deployed_cpu.append(cpu.ms() - server)
         deployed_ms.append(ms)
+        # the same call to migration 0016's function (what the read path ran before 0027), back to back
+        call, args = bm25_call(query, [], k=k, cap=cfg.bm25_cap, params=params)
+        call = BM25_0016.join(call.split("contextos_bm25_rank")).split(", %s::text, %s::text")[0] + ")"
+        server = cpu.ms()
+        ms, before = timed(lambda call=call, args=args: db.tenant_read(tenant, (call, args[:10])))
+        before_cpu.append(cpu.ms() - server)
+        before_ms.append(ms)
+        same_as_before += [(r["id"], r["score"]) for r in before] == [(r["id"], r["score"]) for r in deployed]
         if not exact:
             continue
         kth = float(exact[min(k, len(exact)) - 1]["score"])
         kept += sum(1 for r in deployed[:k] if float(r["score"]) >= kth * (1 - 1e-5))
         compared += min(k, len(exact))
+    cpu.close()
     with db.tenant_tx(tenant) as conn:
         stats = conn.execute("SELECT count(*) AS n FROM text_lexeme_stats WHERE tenant_id = %s", [tenant]).fetchone()
     return {
@@ -795,7 +844,11 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
         "deployed_per_query": pct(deployed_ms),
         "share_of_exact_top_k": round(kept / max(1, compared), 3),
         "lexemes_with_scan_counts": stats["n"],
-        "function": "shared/contextos/store/migrations/0016_bm25.sql",
+        "function": "shared/contextos/store/migrations/0027_bm25_levels.sql",
+        "deployed_server_cpu": pct(deployed_cpu),
+        "before_0016_per_query": pct(before_ms),
+        "before_0016_server_cpu": pct(before_cpu),
+        "same_ranking_as_0016": same_as_before,
     }
 
 
@@ -930,6 +983,27 @@ def pipeline_plans(db: Database, settings: Settings, tenant: str, queries: list[
 
 
 # -- main ---------------------------------------------------------------------------------------
+@contextmanager
+def _data_dir(keep: Path | None):
+    """A temporary data dir, or ``keep`` (created if missing) when the tenants are to be reused."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+            yield tmp
+    else:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield str(keep)
+
+
+def _loaded(url: str, tenant: str, n: int) -> dict | None:
+    """The tenant's load figures when a kept database already holds it, complete, with its index."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant]).fetchone()
+        index = conn.execute("SELECT to_regclass('memory_vectors_hnsw')").fetchone()[0]
+    if row is None or row[0] != n or index is None:
+        return None
+    return {"memories": n, "reused": True}
+
+
 def measure(
     label: str,
     url: str,
@@ -943,11 +1017,19 @@ def measure(
     profile: bool = True,
 ) -> dict:
     ef = service.settings.retrieval.hnsw_ef_search
-    times, returned = pipeline_latency(service, tenant, queries, qvecs, warmup)
-    raw_times, raw_counts, raw_plan = raw_hnsw(url, tenant, qvecs, ef, warmup)
+    cpu = ServerCpu(url)
+    load_before = os.getloadavg()[0]
+    times, returned, client_cpu, server_cpu = pipeline_latency(service, tenant, queries, qvecs, warmup, cpu)
+    raw_times, raw_counts, raw_plan, raw_cpu = raw_hnsw(url, tenant, qvecs, ef, warmup, cpu)
+    cpu.close()
     out = {
         "pipeline": pct(times),
         "raw_hnsw": pct(raw_times),
+        "pipeline_cpu": pct(np.add(client_cpu, server_cpu)),
+        "pipeline_client_cpu": pct(client_cpu),
+        "pipeline_server_cpu": pct(server_cpu),
+        "raw_hnsw_cpu": pct(raw_cpu),
+        "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "raw_hnsw_mean_rows": round(float(np.mean(raw_counts)), 2),
         "raw_hnsw_short_answers": int(sum(1 for c in raw_counts if c < 20)),
         "pipeline_mean_memories_returned": round(float(np.mean(returned)), 2),
@@ -956,8 +1038,11 @@ def measure(
     if profile:
         out["stages"] = stage_profile(service.settings, store, tenant, queries, qvecs)
     p, r = out["pipeline"], out["raw_hnsw"]
+    c, rc = out["pipeline_cpu"], out["raw_hnsw_cpu"]
     print(
-        f"{label}: pipeline p50/p95 {p['p50']:.1f}/{p['p95']:.1f} ms; raw HNSW p50/p95 {r['p50']:.2f}/{r['p95']:.2f} ms"
+        f"{label}: pipeline p50/p95 {p['p50']:.1f}/{p['p95']:.1f} ms (CPU {c['p50']:.1f}/{c['p95']:.1f});"
+        f" raw HNSW p50/p95 {r['p50']:.2f}/{r['p95']:.2f} ms (CPU {rc['p50']:.2f}/{rc['p95']:.2f});"
+        f" load {out['load_average_1m']}"
         f" ({out['raw_hnsw_short_answers']} short answers, mean {out['raw_hnsw_mean_rows']} rows)",
         flush=True,
     )
@@ -972,6 +1057,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--text-phrases", type=int, default=150, help="phrases timed per text-search variant")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep the database here and reuse the tenants already loaded into it (the corpus is seeded, so a"
+        " rerun rebuilds the same texts); phase A then runs with the HNSW index over both tenants",
+    )
     args = parser.parse_args()
     wall = time.perf_counter()
     settings = Settings()
@@ -1004,7 +1096,7 @@ def main() -> None:
         "query_to_pool_mean_top1_cosine": round(float((large_qv @ pool.T).max(axis=1).mean()), 3),
     }
 
-    with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+    with _data_dir(args.data_dir) as tmp:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
@@ -1014,8 +1106,9 @@ def main() -> None:
         cold = ColdStorage(lifecycle, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
         service = RetrievalService(settings=settings, store=store, embedder=embedder, cold=cold)
 
-        small_load = load(url, small, small_v, settings, seed=8)
-        small_load["index_s"] = round(build_index(url), 1)
+        small_load = _loaded(url, SMALL_TENANT, len(small)) or load(url, small, small_v, settings, seed=8)
+        if not small_load.get("reused"):
+            small_load["index_s"] = round(build_index(url), 1)
         small_load["common_lexemes"] = lifecycle.refresh_common_lexemes(SMALL_TENANT)
         small_load["text_stats_lexemes"] = lifecycle.refresh_text_stats(SMALL_TENANT)
         print(f"10k tenant loaded {small_load}", flush=True)
@@ -1023,9 +1116,10 @@ def main() -> None:
             "10k alone", url, service, store, SMALL_TENANT, small_q[args.warmup :], small_qv[args.warmup :], args.warmup
         )
 
-        large_load = load(url, large, large_v, settings, seed=9)
-        print(f"100k tenant loaded in {large_load['load_s']} s; building HNSW over all vectors…", flush=True)
-        large_load["index_s"] = round(build_index(url), 1)
+        large_load = _loaded(url, LARGE_TENANT, len(large)) or load(url, large, large_v, settings, seed=9)
+        if not large_load.get("reused"):
+            print(f"100k tenant loaded in {large_load['load_s']} s; building HNSW over all vectors…", flush=True)
+            large_load["index_s"] = round(build_index(url), 1)
         started = time.perf_counter()
         large_load["common_lexemes"] = lifecycle.refresh_common_lexemes(LARGE_TENANT)
         large_load["text_stats_lexemes"] = lifecycle.refresh_text_stats(LARGE_TENANT)
@@ -1078,6 +1172,16 @@ def main() -> None:
         "raw_hnsw_p95_ms_10k": at_10k["raw_hnsw"]["p95"],
         "raw_hnsw_p50_ms_100k": at_100k["raw_hnsw"]["p50"],
         "raw_hnsw_p95_ms_100k": raw_p95_100k,
+        "pipeline_cpu_p50_ms_100k": at_100k["pipeline_cpu"]["p50"],
+        "pipeline_cpu_p95_ms_100k": at_100k["pipeline_cpu"]["p95"],
+        "pipeline_client_cpu_p50_ms_100k": at_100k["pipeline_client_cpu"]["p50"],
+        "pipeline_server_cpu_p50_ms_100k": at_100k["pipeline_server_cpu"]["p50"],
+        "raw_hnsw_cpu_p50_ms_100k": at_100k["raw_hnsw_cpu"]["p50"],
+        "raw_hnsw_cpu_p95_ms_100k": at_100k["raw_hnsw_cpu"]["p95"],
+        "pipeline_cpu_p95_over_raw_cpu_p95_100k": round(
+            at_100k["pipeline_cpu"]["p95"] / max(at_100k["raw_hnsw_cpu"]["p95"], 1e-6), 2
+        ),
+        "load_average_1m_100k": at_100k["load_average_1m"],
         "p50_ms_10k_beside_100k": beside["pipeline"]["p50"],
         "p95_ms_10k_beside_100k": beside["pipeline"]["p95"],
         "raw_hnsw_p50_ms_10k_beside_100k": beside["raw_hnsw"]["p50"],
@@ -1100,13 +1204,21 @@ def main() -> None:
         "text_top_k_exact_share_100k": bm25["share_of_exact_top_k"],
         "text_bm25_deployed_p50_ms_100k": bm25["deployed_per_query"]["p50"],
         "text_bm25_deployed_p95_ms_100k": bm25["deployed_per_query"]["p95"],
+        "text_bm25_deployed_server_cpu_p50_ms_100k": bm25["deployed_server_cpu"]["p50"],
+        "text_bm25_deployed_server_cpu_p95_ms_100k": bm25["deployed_server_cpu"]["p95"],
+        "text_bm25_0016_p50_ms_100k": bm25["before_0016_per_query"]["p50"],
+        "text_bm25_0016_p95_ms_100k": bm25["before_0016_per_query"]["p95"],
+        "text_bm25_0016_server_cpu_p50_ms_100k": bm25["before_0016_server_cpu"]["p50"],
+        "text_bm25_0016_server_cpu_p95_ms_100k": bm25["before_0016_server_cpu"]["p95"],
+        "text_bm25_same_ranking_as_0016": f"{bm25['same_ranking_as_0016']}/{bm25['queries']}",
         "text_bm25_exact_p50_ms_100k": bm25["exact_per_query"]["p50"],
         "text_bm25_exact_p95_ms_100k": bm25["exact_per_query"]["p95"],
         "text_search_matched_rows_p50_100k": rls["matched_rows_per_phrase"]["p50"],
         "text_search_matched_rows_p95_100k": rls["matched_rows_per_phrase"]["p95"],
         "queries_per_size": len(lq),
         "hnsw_ef_search": settings.retrieval.hnsw_ef_search,
-        "hnsw_build_s_110k": large_load["index_s"],
+        "hnsw_build_s_110k": large_load.get("index_s"),
+        "data_reused": bool(large_load.get("reused")),
         "run_s": round(time.perf_counter() - wall, 0),
         # nested detail (JSON only)
         "at_10k": at_10k,
@@ -1165,11 +1277,20 @@ def main() -> None:
         f" Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
         f"{rls['matched_rows_per_phrase']['p95']:.0f}. The common lexemes are what the lifecycle scan records"
         " (run once here after each load, as a deployment would within 4 h).",
-        f"BM25 text search at 100k (migration 0016, what the read path runs): the deployed bounded call"
+        f"BM25 text search at 100k (migration 0027, what the read path runs): the deployed bounded call"
         f" {bm25['deployed_per_query']['p50']}/{bm25['deployed_per_query']['p95']} ms p50/p95, the exact ranking of"
         f" every match {bm25['exact_per_query']['p50']}/{bm25['exact_per_query']['p95']} ms; the deployed call returns"
         f" {bm25['share_of_exact_top_k']:.0%} of the exact top {bm25['k']} (ties at the k-th score count),"
-        f" {bm25['queries']} queries; the document frequencies come from the lifecycle scan's count.",
+        f" {bm25['queries']} queries; the document frequencies come from the lifecycle scan's count."
+        f" Migration 0016's function on the same queries, back to back:"
+        f" {bm25['before_0016_per_query']['p50']}/{bm25['before_0016_per_query']['p95']} ms, server CPU"
+        f" {bm25['before_0016_server_cpu']['p50']}/{bm25['before_0016_server_cpu']['p95']} ms against 0027's"
+        f" {bm25['deployed_server_cpu']['p50']}/{bm25['deployed_server_cpu']['p95']} ms; the same ranking in"
+        f" {bm25['same_ranking_as_0016']} of {bm25['queries']} queries.",
+        "CPU figures (`*_cpu_*`): the client process's CPU time (time.process_time, both threads) plus the CPU"
+        " time the embedded server's backends spent (/proc/<pid>/schedstat), per query; far less sensitive to"
+        " the machine's load than wall time. Raw HNSW CPU is the same for its one statement."
+        f" 1-minute load average before/after the 100k measurement: {at_100k['load_average_1m']}.",
     ]
     path = write_report("retrieval", figures, title="Retrieval latency", notes=notes)
     print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")

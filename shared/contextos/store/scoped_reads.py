@@ -12,7 +12,9 @@ statement all results come through), whatever the searches returned. Recall seco
   the scope is, filters the rows it returns, and falls back to the exact scan when that comes up
   short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
 - text: a small scope is ranked by BM25 over its own rows and statistics in one statement; a
-  large one takes the tenant's ranking asked for more rows, then filtered to the scope.
+  large one by the tenant's BM25 function with the scope applied while it gathers (migration 0027),
+  or, for a metadata filter (not known to the function), the tenant's ranking asked for more rows,
+  then filtered to the scope.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from contextos.scopes import ScopeFilter
 from contextos.store.history import HistoricalReads, PoolRequest, believed, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
 from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
-from contextos.store.text_search import BM25Params
+from contextos.store.text_search import BM25Params, bm25_call
 from pgvector import Vector
 
 SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
@@ -228,8 +230,9 @@ class ScopedReads:
     ) -> list[dict]:
         """BM25 within the scope. A small scope is ranked exactly in one statement over its own rows
         and its own statistics (N, document frequencies and mean length counted over the scope: a
-        user's memories are the corpus that user searches); a large one takes the tenant's
-        ranking, widened, and keeps its own rows of it in rank order."""
+        user's memories are the corpus that user searches); a large one is ranked by the tenant's
+        statistics over its own matches (a metadata filter: the tenant's ranking, widened, keeping
+        its own rows of it in rank order)."""
         db = self.store.db
         small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
         if db.dialect.name == "postgres" and self._is_large(tenant_id, self.scope_cache_s) is None:
@@ -243,6 +246,10 @@ class ScopedReads:
             )
             if rows and int(rows[0]["scope_rows"]) <= small:
                 return [_text_row(r) for r in rows if r["id"] is not None]
+        if db.dialect.name == "postgres" and not self.scope.metadata:
+            # a large scope: the tenant's ranking over the scope's own matches, gathered within it
+            call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold, scope=self.scope)
+            return db.tenant_read(tenant_id, call)
         hits = self.store.text_rank(
             tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params, with_cold=with_cold
         )
@@ -279,8 +286,9 @@ class ScopedHistoricalReads:
     """A scope and ``as_of`` together (S7 with S11): what was believed then, among the memories in
     the scope now (scopes are organisation and carry no history of their own). The historical reads
     already scan the tenant's vectors exactly, so the scope costs them nothing more; its text is
-    ranked over the scope's believed rows when they are few, else the tenant's historical ranking
-    widened and filtered."""
+    ranked over the scope's believed rows when they are few, else by the tenant's statistics over
+    the scope's own matches (a metadata filter: the tenant's historical ranking widened and
+    filtered)."""
 
     history: HistoricalReads
     scope: ScopeFilter
@@ -341,6 +349,9 @@ class ScopedHistoricalReads:
             )
             if rows and int(rows[0]["scope_rows"]) <= small:
                 return [_text_row(r) for r in rows if r["id"] is not None]
+            if not self.scope.metadata:  # a large scope: gathered within it, as of then
+                call = bm25_call(query, extra, k=k, cap=cap, params=params, as_of=self.history.as_of, scope=self.scope)
+                return db.tenant_read(tenant_id, call)
         hits = self.history.text_rank(tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params)
         if not hits:
             return []

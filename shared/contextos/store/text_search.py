@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from contextos.scopes import ScopeFilter
+
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -115,14 +117,35 @@ def bm25_call(
     params: BM25Params,
     as_of: datetime | None = None,
     with_cold: bool = False,
+    scope: ScopeFilter | None = None,
 ) -> tuple[str, list]:
-    """The PostgreSQL BM25 call (migration 0016): rows ``(id, score, matched, cold)``, best first
-    (hot memories, then the cold stubs when ``with_cold``). ``cap`` None ranks every match (exact)."""
+    """The PostgreSQL BM25 call (migration 0027): rows ``(id, score, matched, cold)``, best first
+    (hot memories, then the cold stubs when ``with_cold``). ``cap`` None ranks every match (exact).
+    ``scope`` (its user, agent, run and tags; metadata is the caller's to check) is applied while
+    the matches are gathered."""
     return (
-        "SELECT * FROM contextos_text_search_bm25(%s::text, %s::text[], %s::real, %s::int, %s::int, %s::real, %s::real,"
-        " %s::int, %s::timestamptz, %s::boolean)",
-        [query, list(extra), params.extra_weight, k, cap, params.k1, params.b, params.df_live_max, as_of, with_cold],
+        "SELECT * FROM contextos_bm25_rank(%s::text, %s::text[], %s::real, %s::int, %s::int, %s::real, %s::real,"
+        " %s::int, %s::timestamptz, %s::boolean, %s::text, %s::text, %s::text, %s::text[])",
+        [
+            query,
+            list(extra),
+            params.extra_weight,
+            k,
+            cap,
+            params.k1,
+            params.b,
+            params.df_live_max,
+            as_of,
+            with_cold,
+            *_scope_args(scope),
+        ],
     )
+
+
+def _scope_args(scope: ScopeFilter | None) -> list:
+    if scope is None or scope.empty:
+        return [None, None, None, None]
+    return [scope.user_id, scope.agent_id, scope.run_id, list(scope.tags) or None]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,112 @@
+"""The BM25 text search's bounded gathering (migration 0027) on real PostgreSQL: "at least m of n
+lexemes" finds exactly the memories a count by hand finds, the bounded ranking is the one 0016's
+function gave, and a large scope is ranked over its own matches (never another owner's)."""
+
+import itertools
+import random
+from datetime import UTC, datetime
+
+import pytest
+from contextos import container
+from contextos.config import get_settings
+from contextos.decay import decay_rate
+from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
+from contextos.scopes import ScopeFilter
+from contextos.store.history import HistoricalReads
+from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
+from contextos.store.text_search import BM25Params, bm25_call
+
+WORDS = ["zebra", "walrus", "heron", "badger", "otter", "falcon", "lynx", "bison"]
+
+
+def add(tenant: str, texts: list[str]) -> list:
+    """Memories whose label and definition are ``texts`` (one fixed vector: only the text matters)."""
+    vector = [1.0] + [0.0] * (get_settings().embedding_dimensions - 1)
+    rate = decay_rate(5, "fact", get_settings().decay)
+    return container.memory_store().add_memories(
+        tenant,
+        [
+            MemoryCandidate(
+                norm_key=f"m{i} {text}",
+                label=f"Note {i}",
+                definition=text,
+                type="fact",
+                importance=5,
+                embedding=vector,
+                decay_rate=rate,
+                provenance=Provenance.user_upload,
+                base_trust=BASE_TRUST[Provenance.user_upload],
+            )
+            for i, text in enumerate(texts)
+        ],
+        embedder_id="test",
+        at=[datetime.now(UTC)] * len(texts),
+    )
+
+
+def corpus(n: int, seed: int) -> list[str]:
+    """Texts of 2-5 of the animal words, some repeated (tf > 1): many memories share each word."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(2, 5))) for _ in range(n)]
+
+
+def test_at_least_m_of_n_lexemes_finds_what_a_count_finds(configured, tenant):
+    texts = corpus(60, seed=1)
+    ids = add(tenant, texts)
+    lexemes = ["zebra", "walrus", "heron", "badger", "otter"]
+    held = {i: {w for w in text.split()} for i, text in zip(ids, texts, strict=True)}
+    with container.database().tenant_tx(tenant) as conn:
+        for m in range(1, len(lexemes) + 1):
+            found = {
+                r["id"]
+                for r in conn.execute(
+                    "SELECT id FROM memories WHERE search_tsv @@ contextos_at_least_query(%s, %s)::tsquery",
+                    [lexemes, m],
+                )
+            }
+            assert found == {i for i, words in held.items() if len(words & set(lexemes)) >= m}, m
+        assert conn.execute("SELECT contextos_at_least_query(%s, 0) AS q", [lexemes]).fetchone()["q"] is None
+
+
+@pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter falcon lynx bison", "zebra", "heron lynx"])
+def test_the_bounded_ranking_is_the_one_0016_gave(configured, tenant, query):
+    add(tenant, corpus(400, seed=2))
+    params = BM25Params()
+    cap = 12  # 400 memories and postings far above 4 x cap: the levels are walked
+    call, args = bm25_call(query, [], k=10, cap=cap, params=params)
+    old = call.replace("contextos_bm25_rank", "contextos_text_search_bm25").replace(
+        ", %s::text, %s::text, %s::text, %s::text[])", ")"
+    )
+    db = container.database()
+    ranked = db.tenant_read(tenant, (call, args))
+    before = db.tenant_read(tenant, (old, args[:10]))
+    assert len(ranked) == 10
+    assert [(r["id"], r["score"]) for r in ranked] == [(r["id"], r["score"]) for r in before]
+    exact = db.tenant_read(tenant, bm25_call(query, [], k=10, cap=None, params=params))
+    assert exact[0]["score"] >= ranked[0]["score"]  # the bound never scores above the exact ranking
+
+
+def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
+    # ana's zebra notes are shorter and repeat the word: the tenant's top 4k by BM25 are all hers
+    ana = add(tenant, ["zebra zebra"] * 60)
+    bo = add(tenant, [f"zebra walrus heron badger otter {w}" for w in itertools.islice(itertools.cycle(WORDS), 12)])
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE memories SET user_id = 'ana' WHERE id = ANY(%s)", [ana])
+        conn.execute("UPDATE memories SET user_id = 'bo', tags = '{night}' WHERE id = ANY(%s)", [bo])
+    store = container.memory_store()
+    params = BM25Params()
+    tenant_wide = store.text_rank(tenant, "zebra", [], [], k=40, cap=200, params=params)
+    assert {r["id"] for r in tenant_wide} <= set(ana)  # what widening the tenant's ranking would have kept
+    for scope in (ScopeFilter(user_id="bo"), ScopeFilter(tags=["night"])):
+        reads = ScopedReads(store, scope, exact_scan_max_rows=5)  # bo's 12 rows count as a large scope
+        rows = reads.text_rank(tenant, "zebra", [], [], k=10, cap=200, params=params)
+        assert len(rows) == 10 and {r["id"] for r in rows} <= set(bo), scope
+        then = ScopedHistoricalReads(HistoricalReads(container.database(), datetime.now(UTC)), scope, 5)
+        rows = then.text_rank(tenant, "zebra", [], [], k=10, cap=200, params=params)  # as of now: the same
+        assert len(rows) == 10 and {r["id"] for r in rows} <= set(bo), scope
+    assert (
+        ScopedReads(store, ScopeFilter(user_id="cy"), exact_scan_max_rows=0).text_rank(
+            tenant, "zebra", [], [], k=10, cap=200, params=params
+        )
+        == []
+    )

@@ -376,8 +376,7 @@ def end_to_end(
 def set_shared_buffers(url: str, pgdata: Path, size: str) -> None:
     """Restart the embedded server with ``size`` of shared buffers. A deployed database's buffers
     hold a 100k tenant's HNSW index (about 200 MB); the embedded default of 128 MB does not, and
-    every settled vector then reads hundreds of index pages back from the OS (measured: ~540 a
-    vector, 12 ms of server CPU)."""
+    every settled vector then reads hundreds of index pages back from the OS (~540 a vector)."""
     import psycopg
     from pgserver._commands import pg_ctl
 

@@ -1,4 +1,4 @@
-"""Lifecycle scan at 100k and 1M memories (issue 5): wall time and peak RSS of the scanning process.
+"""Lifecycle scan at 100k and 1M memories: wall time and peak RSS of the scanning process.
 
 The stores are built with set-based SQL in a fresh embedded PostgreSQL, as a steady state would
 look 4 hours after the previous scan: every memory was last accessed at some point in the past

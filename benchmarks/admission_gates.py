@@ -34,8 +34,6 @@ import importlib.metadata
 import io
 import json
 import random
-import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -44,9 +42,6 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from contextos import container
 from contextos.config import Settings
 from contextos.decay import decay_rate
@@ -59,12 +54,10 @@ from contextos.services.governance import GovernanceService, TrustGate
 from contextos.services.ingestion import IngestionService, deduplicate
 from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
-from contextos.store.dialect import get_dialect
-from contextos.store.embedded import embedded_database_url
 from contextos.store.governance import ContradictionGate, GovernanceStore
-from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 
+from benchmarks.fixtures import embedded_database
 from benchmarks.ingest import DIM, WORDS, InMemoryBlobs, preload, unit_vectors
 from benchmarks.report import write_report
 from benchmarks.s7_baselines import PreviousRulesJudge, previous_gate_signals
@@ -477,9 +470,11 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = Settings()
-    url = embedded_database_url(Path(tempfile.mkdtemp(prefix="contextos-bench-")))
-    migrate(url, get_dialect("postgres"), DIM, "bench")
-    db = Database(url, get_dialect("postgres"), max_size=4)
+    with embedded_database(max_size=4) as db:
+        run(args, settings, db)
+
+
+def run(args: argparse.Namespace, settings: Settings, db: Database) -> None:
     store = MemoryStore(
         db,
         settings.decay,
@@ -503,7 +498,7 @@ def main() -> None:
     benign, held_examples = benign_part(settings, service, store, args.max_docs)
     figures |= benign
     if args.costs:
-        figures |= cost_part(settings, url, db, args.existing, args.docs, args.size, args.audit_rows)
+        figures |= cost_part(settings, db.conninfo, db, args.existing, args.docs, args.size, args.audit_rows)
     figures["benign_held_examples"] = held_examples[:40]
     path = write_report(
         "admission_gates",
@@ -522,7 +517,6 @@ def main() -> None:
             "cost figures (store path with and without the gate, audit chain) only with --costs",
         ],
     )
-    db.close()
     print(path.with_suffix(".md").read_text())
     if len(benign_corpus(args.max_docs)) < args.min_docs:
         found = figures["benign_documents"]

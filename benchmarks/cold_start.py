@@ -61,9 +61,11 @@ def lambda_handler(event, context):
 # Runs inside the fresh interpreter: the import, then (lambda mode) the deferred tracer build.
 PROBE = """
 import sys, time
+c0 = time.process_time()
 t0 = time.perf_counter()
 import handler
 t1 = time.perf_counter()
+cpu = time.process_time() - c0
 extra = 0.0
 if sys.argv[1] == "lambda":
     obs = sys.modules.get("contextos.observability")
@@ -71,7 +73,7 @@ if sys.argv[1] == "lambda":
     if lazy is not None and hasattr(type(lazy), "tracer"):
         lazy.tracer
     extra = time.perf_counter() - t1
-print(f"{t1 - t0:.6f} {extra:.6f}")
+print(f"{t1 - t0:.6f} {extra:.6f} {cpu:.6f}")
 """
 
 
@@ -94,9 +96,13 @@ def targets(tree: Path, label: str, only: list[str] | None) -> dict[str, tuple[P
     return {f"{label}{fn.name}": (fn, tree / "shared") for fn in functions}
 
 
-def env_for(mode: str, shared: Path | None) -> dict[str, str]:
+def env_for(mode: str, shared: Path | None, pycache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_LAMBDA", "POWERTOOLS_", "CONTEXTOS_"))}
     env["PYTHONPATH"] = str(shared) if shared else ""
+    # Every subject imports from bytecode, as the installed libraries already do: without this a
+    # PYTHONDONTWRITEBYTECODE in the caller's environment times our modules' compilation instead.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
     env.setdefault("AWS_REGION", "us-east-1")
     if mode == "lambda":
         env["AWS_LAMBDA_FUNCTION_NAME"] = "contextos-cold-start-bench"
@@ -104,19 +110,19 @@ def env_for(mode: str, shared: Path | None) -> dict[str, str]:
     return env
 
 
-def probe(directory: Path, shared: Path | None, mode: str) -> tuple[float, float]:
+def probe(directory: Path, shared: Path | None, mode: str, pycache: Path) -> tuple[float, float, float]:
     out = subprocess.run(
         [sys.executable, "-c", PROBE, mode],
         cwd=directory,
-        env=env_for(mode, shared),
+        env=env_for(mode, shared, pycache),
         capture_output=True,
         text=True,
         check=False,
     )
     if out.returncode != 0:
         raise RuntimeError(f"importing {directory}/handler.py failed:\n{out.stderr[-2000:]}")
-    imported, tracer = out.stdout.split()
-    return float(imported), float(tracer)
+    imported, tracer, cpu = out.stdout.split()
+    return float(imported), float(tracer), float(cpu)
 
 
 def load_average() -> str:
@@ -166,28 +172,33 @@ def main() -> None:
             subjects |= targets(export_ref(args.compare_ref, work / "ref"), "before_", args.only)
 
         for mode in args.modes:
-            samples: dict[str, list[tuple[float, float]]] = {name: [] for name in subjects}
+            samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in subjects}
+            pycache = work / "pycache"
             for directory, shared in subjects.values():  # discarded: writes the bytecode caches
-                probe(directory, shared, mode)
+                probe(directory, shared, mode, pycache)
             for _ in range(args.runs):
                 for name, (directory, shared) in subjects.items():
-                    samples[name].append(probe(directory, shared, mode))
+                    samples[name].append(probe(directory, shared, mode, pycache))
             bare_ms = statistics.median(s[0] for s in samples["baseline_bare_powertools"]) * 1000
             for name, runs in samples.items():
                 median_ms = statistics.median(r[0] for r in runs) * 1000
                 figures[f"{mode}_{name}_import_ms"] = round(median_ms, 1)
                 figures[f"{mode}_{name}_vs_bare_powertools"] = round(median_ms / bare_ms, 2)
+                figures[f"{mode}_{name}_import_cpu_ms"] = round(statistics.median(r[2] for r in runs) * 1000, 1)
                 if mode == "lambda":
                     first = statistics.median(r[0] + r[1] for r in runs) * 1000
                     figures[f"{mode}_{name}_import_plus_tracer_ms"] = round(first, 1)
             print(f"[{mode}] load {load_average()}")
             for name in subjects:
-                print(f"  {name:32s} {figures[f'{mode}_{name}_import_ms']:8.1f} ms")
+                wall, cpu = figures[f"{mode}_{name}_import_ms"], figures[f"{mode}_{name}_import_cpu_ms"]
+                print(f"  {name:32s} {wall:8.1f} ms  (cpu {cpu:7.1f} ms)")
         if args.layer:
             figures |= layer_size(work)
     figures["load_average_end"] = load_average()
     notes = [
-        "Median of the runs; each run a fresh interpreter importing handler.py from the function's directory.",
+        "Median of the runs; each run a fresh interpreter importing handler.py from the function's directory, "
+        "from bytecode caches written by a discarded first run (`import_cpu_ms`: the process's CPU time, "
+        "far less sensitive to the machine's load than the wall time).",
         "`before_*`: the handlers of `compare_ref`, measured interleaved in the same run.",
         "`lambda` mode sets AWS_LAMBDA_FUNCTION_NAME (tracing on); `import_plus_tracer` adds the deferred "
         "X-Ray tracer build a handler pays at its first traced call.",

@@ -21,11 +21,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contextos.config import Settings
 from contextos.conversations import Role, Turn, TurnConcept

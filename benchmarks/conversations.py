@@ -13,11 +13,8 @@ A fresh embedded PostgreSQL is started in a temp dir, so nothing touches ``.cont
 from __future__ import annotations
 
 import argparse
-import statistics
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 from contextos.config import Settings
 from contextos.conversations import MessageCreate
@@ -25,11 +22,9 @@ from contextos.models import Provenance
 from contextos.services.conversations import ConversationService
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database
-from contextos.store.dialect import get_dialect
-from contextos.store.embedded import embedded_database_url
-from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 
+from benchmarks.fixtures import embedded_database, summary_ms
 from benchmarks.report import write_report
 
 
@@ -45,8 +40,8 @@ class ListQueue:
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return round(statistics.median(ordered), 2), round(ordered[int(0.95 * (len(ordered) - 1))], 2)
+    figures = summary_ms(samples)
+    return figures["p50_ms"], figures["p95_ms"]
 
 
 def main() -> None:
@@ -57,9 +52,11 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = Settings()
-    url = embedded_database_url(Path(tempfile.mkdtemp(prefix="contextos-bench-")))
-    migrate(url, get_dialect("postgres"), 384, "bench")
-    db = Database(url, get_dialect("postgres"), min_size=4, max_size=8)
+    with embedded_database(min_size=4, max_size=8) as db:
+        run(args, settings, db)
+
+
+def run(args: argparse.Namespace, settings: Settings, db: Database) -> None:
     queue = ListQueue()
     service = ConversationService(
         settings=settings,
@@ -147,7 +144,6 @@ def main() -> None:
         ],
     )
     print(path.read_text())
-    db.close()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -60,18 +61,27 @@ def summary_ms(samples: Sequence[float]) -> dict[str, float]:
 
 # -- the store ----------------------------------------------------------------------------------
 @contextmanager
+def embedded_database(
+    data_dir: Path | None = None, *, min_size: int = 1, max_size: int = 4, embedder_id: str = EMBEDDER_ID
+) -> Iterator[Database]:
+    """A migrated embedded PostgreSQL under ``data_dir`` (a fresh temp dir by default), pooled."""
+    url = embedded_database_url(data_dir or Path(tempfile.mkdtemp(prefix="contextos-bench-")))
+    dialect = get_dialect("postgres")
+    migrate(url, dialect, DIM, embedder_id)
+    db = Database(url, dialect, min_size=min_size, max_size=max_size)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+@contextmanager
 def embedded_store(data_dir: Path, settings: Settings | None = None, *, max_size: int = 4) -> Iterator[MemoryStore]:
     """A migrated embedded PostgreSQL under ``data_dir`` and the store over it (no gate: the loads
     below store as given)."""
     settings = settings or Settings()
-    url = embedded_database_url(data_dir)
-    dialect = get_dialect("postgres")
-    migrate(url, dialect, DIM, EMBEDDER_ID)
-    db = Database(url, dialect, max_size=max_size)
-    try:
+    with embedded_database(data_dir, max_size=max_size) as db:
         yield MemoryStore(db, settings.decay, settings.merge)
-    finally:
-        db.close()
 
 
 def analyze(db: Database) -> None:

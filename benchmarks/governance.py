@@ -28,7 +28,7 @@ from contextos.store.db import Database
 from contextos.store.reports import ReportStore, community_peers
 from contextos.store.repository import MemoryStore
 
-from benchmarks.fixtures import analyze, bulk_load, corpus, embedded_store, timed
+from benchmarks.fixtures import analyze, bulk_load, corpus, embedded_store, percentile, timed
 from benchmarks.report import write_report
 
 TENANT = "bench-governance"
@@ -112,7 +112,7 @@ def main() -> None:
         **sections,
         "health_ms": health_ms,
         "community_lookup_p50_ms": statistics.median(lookups),
-        "community_lookup_p95_ms": sorted(lookups)[int(0.95 * len(lookups)) - 1],
+        "community_lookup_p95_ms": percentile(lookups, 0.95),
         "decay_candidates": report.decay_candidates.total,
         "conflict_candidates": report.conflict_candidates.total,
         "pairs_judged": report.conflict_candidates.pairs_judged,

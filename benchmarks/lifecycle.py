@@ -1,4 +1,4 @@
-"""Lifecycle scan at 100k and 1M memories (issue 5): wall time and peak RSS of the scanning process.
+"""Lifecycle scan at 100k and 1M memories: wall time and peak RSS of the scanning process.
 
 The stores are built with set-based SQL in a fresh embedded PostgreSQL, as a steady state would
 look 4 hours after the previous scan: every memory was last accessed at some point in the past
@@ -33,6 +33,7 @@ from contextos.store.dialect import get_dialect
 from contextos.store.migrate import migrate
 from contextos.store.sql import band_case, next_transition
 
+from benchmarks.fixtures import summary_ms
 from benchmarks.report import write_report
 
 DIM = 384
@@ -190,7 +191,7 @@ def cold_search_ms(url: str, tenant: str, settings: Settings, queries: int = 21)
         store.cold_matches(tenant, vector.tolist(), min_similarity=0.8, limit=3)
         times.append((time.perf_counter() - started) * 1000)
     db.close()
-    return sorted(times)[len(times) // 2]
+    return summary_ms(times)["p50_ms"]
 
 
 def band_shares(url: str, tenant: str) -> dict:

@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.fixtures import percentile
 from benchmarks.report import write_report
 
 ROUTES = ("context", "search", "memory", "message")
@@ -83,14 +84,10 @@ def plan(rng: random.Random, memory_ids: list[str], client: int, n: int) -> tupl
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
+    """Latencies in seconds → n and p50/p95/p99 in milliseconds."""
     if not samples:
         return {"n": 0}
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return round(ordered[min(int(q * len(ordered)), len(ordered) - 1)] * 1000, 2)
-
-    return {"n": len(ordered), "p50_ms": at(0.50), "p95_ms": at(0.95), "p99_ms": at(0.99)}
+    return {"n": len(samples), **{f"p{q}_ms": round(percentile(samples, q / 100) * 1000, 2) for q in (50, 95, 99)}}
 
 
 def summarize(samples: dict[str, list[float]], elapsed_s: float) -> dict:

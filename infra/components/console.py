@@ -20,6 +20,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct, IConstruct
 
+from infra.components.buckets import private_bucket
 from infra.config import InfraConfigError
 from infra.nag import acknowledge
 
@@ -85,32 +86,23 @@ class Console(Construct):
         check_console_build(dist)
 
         # Public web assets: S3-managed keys, because OAC reads need no extra KMS key policy.
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "Assets",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            access_logs=access_logs,
+            log_prefix="console",
             versioned=True,
             lifecycle_rules=[s3.LifecycleRule(id="expire-old-builds", noncurrent_version_expiration=Duration.days(30))],
-            server_access_logs_bucket=access_logs,
-            server_access_logs_prefix="console/",
-            removal_policy=RemovalPolicy.RETAIN,
         )
         # CloudFront standard logs are delivered with an ACL grant, so this bucket keeps ACLs on
         # (object writer) where every other bucket enforces bucket-owner ownership.
-        self.edge_logs = s3.Bucket(
+        self.edge_logs = private_bucket(
             self,
             "EdgeLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.OBJECT_WRITER,
+            access_logs=access_logs,
+            log_prefix="edge-logs",
             lifecycle_rules=[s3.LifecycleRule(id="expire-edge-logs", expiration=Duration.days(365))],
-            server_access_logs_bucket=access_logs,
-            server_access_logs_prefix="edge-logs/",
-            removal_policy=RemovalPolicy.RETAIN,
+            object_ownership=s3.ObjectOwnership.OBJECT_WRITER,
         )
 
         self.headers = cloudfront.ResponseHeadersPolicy(

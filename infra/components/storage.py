@@ -14,6 +14,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.components.buckets import private_bucket
 from infra.nag import acknowledge
 
 
@@ -39,15 +40,10 @@ class Storage(Construct):
         )
 
         # Server access logs cannot be delivered to an SSE-KMS bucket, hence S3-managed keys here.
-        self.access_logs = s3.Bucket(
+        self.access_logs = private_bucket(
             self,
             "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))],
-            removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge(
             self.access_logs,
@@ -98,19 +94,13 @@ class Storage(Construct):
         versioned: bool = False,
         lifecycle_rules: list[s3.LifecycleRule] | None = None,
     ) -> s3.Bucket:
-        """A private, TLS-only, KMS-encrypted, access-logged bucket."""
-        return s3.Bucket(
+        """A private bucket under the data key, access-logged."""
+        return private_bucket(
             self,
             construct_id,
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            key=self.key,
+            access_logs=self.access_logs,
+            log_prefix=log_prefix,
             versioned=versioned,
             lifecycle_rules=lifecycle_rules,
-            server_access_logs_bucket=self.access_logs,
-            server_access_logs_prefix=f"{log_prefix}/",
-            removal_policy=RemovalPolicy.RETAIN,
         )

@@ -11,9 +11,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from contextos.modelbase import BaseModel
 from contextos.models import Provenance
 
 Dialect = Literal["postgres", "cockroach"]
@@ -490,7 +491,9 @@ class LocalServerSettings(BaseModel):
 class Settings(BaseSettings):
     """All of ContextOS's configuration."""
 
-    model_config = SettingsConfigDict(env_prefix="CONTEXTOS_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="CONTEXTOS_", env_nested_delimiter="__", extra="ignore", defer_build=True
+    )
 
     # Database: an explicit URL, a Secrets Manager secret (in AWS), or the embedded default.
     database_url: str | None = None

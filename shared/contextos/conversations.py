@@ -12,9 +12,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from contextos.errors import BadRequest, ProvenanceAboveCeiling
+from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Concept, Provenance
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
@@ -189,6 +190,3 @@ def speaker_provenance(concept: TurnConcept, turns: dict[int, Turn], fallback: P
     """
     stated = sorted(seq for seq in concept.turns if seq in turns)
     return turns[stated[0]].provenance if stated else fallback
-
-
-MessageAppended.model_rebuild()

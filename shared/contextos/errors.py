@@ -89,3 +89,32 @@ class SchemaMismatch(ContextOSError):
 
     code = "schema_mismatch"
     status = 500
+
+
+# What the API edge refuses before any route, parser or model sees a request (api/edge.py).
+class MalformedBody(BadRequest):
+    code = "malformed_json"
+
+
+class BodyTooDeep(BadRequest):
+    code = "json_too_deep"
+
+
+class NumberTooLong(BadRequest):
+    code = "number_too_long"
+
+
+class InvalidCharacter(ContextOSError):
+    """A NUL or a lone surrogate: text PostgreSQL cannot store and UTF-8 cannot encode."""
+
+    code = "invalid_character"
+    status = 422
+
+
+class EmptyParameter(ContextOSError):
+    code = "empty_parameter"
+    status = 422
+
+
+class UnsupportedMediaType(UnsupportedContent):
+    code = "unsupported_media_type"

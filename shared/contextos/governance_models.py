@@ -6,8 +6,9 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from contextos.modelbase import BaseModel
 from contextos.models import MemoryCandidate, MemoryType, Provenance, StoreResult
 from contextos.scopes import Scope
 

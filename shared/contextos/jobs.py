@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from contextos.errors import ContextOSError, TransientError
+from contextos.modelbase import BaseModel
 from contextos.models import DocumentJob
 from contextos.observability import logger, metrics
 

@@ -7,9 +7,10 @@ from enum import StrEnum
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from contextos.instants import Instant
+from contextos.modelbase import BaseModel
 from contextos.scopes import ScopeFilter
 
 

@@ -12,9 +12,10 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from contextos.config import ReportSettings
+from contextos.modelbase import BaseModel
 
 
 class HealthInputs(BaseModel):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from contextos.modelbase import BaseModel
 
 _ID: dict[str, Any] = {"min_length": 1, "max_length": 200}
 

@@ -89,6 +89,27 @@ def _delay(attempt: int, response: httpx.Response | None, backoff_s: float) -> f
     return random.uniform(0, backoff_s * (2**attempt))
 
 
+def _retry_wait(attempt: int, max_retries: int, backoff_s: float, response: httpx.Response | None) -> float | None:
+    """How long to wait before retrying an attempt that got ``response`` (None: the connection
+    failed); None when it is final: the last attempt, or a status not worth retrying."""
+    if attempt >= max_retries or (response is not None and response.status_code not in RETRY_STATUSES):
+        return None
+    return _delay(attempt, response, backoff_s)
+
+
+def _decoded(response: httpx.Response) -> Any:
+    """The decoded JSON body of a final response, or the `ApiError` it carries."""
+    if response.is_error:
+        raise _error(response)
+    return response.json() if response.content else None
+
+
+def _connection(base_url: str, api_key: str | None, timeout_s: float) -> dict[str, Any]:
+    """The httpx client settings both clients share."""
+    headers = {"x-api-key": api_key} if api_key else {}
+    return {"base_url": base_url.rstrip("/"), "headers": headers, "timeout": timeout_s}
+
+
 def _clean(params: dict[str, Any]) -> dict[str, Any]:
     """Query parameters without the unset ones; lists stay lists (repeated keys)."""
     out: dict[str, Any] = {}
@@ -123,10 +144,7 @@ class Client:
         backoff_s: float = 0.25,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        headers = {"x-api-key": api_key} if api_key else {}
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
-        )
+        self._http = httpx.Client(**_connection(base_url, api_key, timeout_s), transport=transport)
         self.max_retries = max_retries
         self.backoff_s = backoff_s
 
@@ -146,16 +164,13 @@ class Client:
             try:
                 response = self._http.request(method, path, params=params, json=json)
             except httpx.TransportError:
-                if attempt == self.max_retries:
+                if (wait := _retry_wait(attempt, self.max_retries, self.backoff_s, None)) is None:
                     raise
-                time.sleep(_delay(attempt, None, self.backoff_s))
+                time.sleep(wait)
                 continue
-            if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
-                time.sleep(_delay(attempt, response, self.backoff_s))
-                continue
-            if response.is_error:
-                raise _error(response)
-            return response.json() if response.content else None
+            if (wait := _retry_wait(attempt, self.max_retries, self.backoff_s, response)) is None:
+                return _decoded(response)
+            time.sleep(wait)
         raise AssertionError("unreachable")
 
     def _get(self, model: type[M], method: str, path: str, *, params: dict | None = None, json: Any = None) -> M:
@@ -318,10 +333,7 @@ class AsyncClient:
         backoff_s: float = 0.25,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        headers = {"x-api-key": api_key} if api_key else {}
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
-        )
+        self._http = httpx.AsyncClient(**_connection(base_url, api_key, timeout_s), transport=transport)
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         # The routes are described once, by the sync client: it builds each call without sending it.
@@ -341,16 +353,13 @@ class AsyncClient:
             try:
                 response = await self._http.request(method, path, params=params, json=json)
             except httpx.TransportError:
-                if attempt == self.max_retries:
+                if (wait := _retry_wait(attempt, self.max_retries, self.backoff_s, None)) is None:
                     raise
-                await asyncio.sleep(_delay(attempt, None, self.backoff_s))
+                await asyncio.sleep(wait)
                 continue
-            if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
-                await asyncio.sleep(_delay(attempt, response, self.backoff_s))
-                continue
-            if response.is_error:
-                raise _error(response)
-            return response.json() if response.content else None
+            if (wait := _retry_wait(attempt, self.max_retries, self.backoff_s, response)) is None:
+                return _decoded(response)
+            await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
     def __getattr__(self, name: str) -> Callable[..., Any]:

@@ -165,7 +165,7 @@ def test_json_with_a_utf8_charset_in_any_case_is_accepted_and_other_charsets_or_
         assert (status, error_code(payload)) == (415, "unsupported_media_type"), content_type
 
 
-# -- values the schema used to let through ----------------------------------------------------------
+# -- values a lenient schema would let through --------------------------------------------------------
 @pytest.mark.parametrize("as_of", [0.954, 1700000000, "0.954", "1700000000", "2026-12-01T09:00:00", "yesterday"])
 @pytest.mark.parametrize("path", ["/v1/search", "/v1/context"])
 def test_as_of_must_be_an_rfc3339_string_with_an_offset(path, as_of, tenant):

@@ -1,4 +1,4 @@
-"""The hostile corpus (SPEC S4, issue 3): every case ends as a clear 4xx, a `failed` document with a
+"""The hostile corpus (SPEC S4): every case ends as a clear 4xx, a `failed` document with a
 reason, or a safely ingested document — never a crashed handler, a blocked batch or a half-written
 document."""
 

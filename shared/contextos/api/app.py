@@ -13,12 +13,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
 
 from contextos.api import context, documents, edge, memories, openapi, reminders, reports, review, sessions
 from contextos.api import workspace as workspace_api
 from contextos.config import get_settings
 from contextos.errors import ContextOSError
+from contextos.modelbase import BaseModel
 from contextos.observability import logger
 
 

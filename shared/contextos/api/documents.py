@@ -24,7 +24,7 @@ router = Router()
 @statuses(200, 202)
 def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
     principal = current_principal(router)
-    # governance (issue #6): a credential cannot claim more trust than its provenance ceiling
+    # governance: a credential cannot claim more trust than its provenance ceiling
     provenance = cap_provenance(body.provenance, principal.provenance_ceiling, get_settings().governance)
     if provenance is not body.provenance:
         body = body.model_copy(

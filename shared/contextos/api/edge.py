@@ -17,41 +17,20 @@ from itertools import accumulate
 from typing import Any
 
 from contextos.config import EdgeSettings
-from contextos.errors import BadRequest, ContextOSError, UnsupportedContent
+from contextos.errors import (
+    BodyTooDeep,
+    EmptyParameter,
+    InvalidCharacter,
+    MalformedBody,
+    NumberTooLong,
+    UnsupportedMediaType,
+)
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _NOT_BRACKET = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}"))
-
-
-class MalformedBody(BadRequest):
-    code = "malformed_json"
-
-
-class BodyTooDeep(BadRequest):
-    code = "json_too_deep"
-
-
-class NumberTooLong(BadRequest):
-    code = "number_too_long"
-
-
-class InvalidCharacter(ContextOSError):
-    """A NUL or a lone surrogate: text PostgreSQL cannot store and UTF-8 cannot encode."""
-
-    code = "invalid_character"
-    status = 422
-
-
-class EmptyParameter(ContextOSError):
-    code = "empty_parameter"
-    status = 422
-
-
-class UnsupportedMediaType(UnsupportedContent):
-    code = "unsupported_media_type"
 
 
 def check_request(event: Mapping[str, Any], limits: EdgeSettings) -> Mapping[str, Any]:

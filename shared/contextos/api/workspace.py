@@ -8,11 +8,12 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from contextos import container
 from contextos.api.auth import current_principal
 from contextos.errors import PayloadTooLarge
+from contextos.modelbase import BaseModel
 from contextos.workspace.model import ImportReport, ImportRequest, SyncReport, WorkspaceFile
 from contextos.workspace.router import RouterTool
 

@@ -712,11 +712,11 @@ def extract_turns(
     ):
         if len(out) >= room or norm_key(concept.label, extractor.generic_modifiers) in taken:
             continue
-        seqs = sorted({sentences[i].turn for i in cand.sentences if sentences[i].turn is not None})
+        seqs = sorted({seq for i in cand.sentences if (seq := sentences[i].turn) is not None})
         said = [
-            f"{_SPEAKERS.get(by_seq[sentences[i].turn].role.value, 'Someone')} said: {sentences[i].text}"
+            f"{_SPEAKERS.get(by_seq[seq].role.value, 'Someone')} said: {sentences[i].text}"
             for i in sorted(cand.sentences, key=lambda i: (i not in cand.subject_of, i))
-            if sentences[i].turn is not None and len(sentences[i].text.split()) >= 3
+            if (seq := sentences[i].turn) is not None and len(sentences[i].text.split()) >= 3
         ]
         definition = _join_within(said) or concept.definition
         out.append(

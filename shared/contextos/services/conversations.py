@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from contextos.config import Settings
 from contextos.conversations import (
@@ -36,6 +36,7 @@ from contextos.extraction import ConceptExtractor
 from contextos.extraction.validation import rejection_reason
 from contextos.faults import crash_point
 from contextos.jobs import ClaimLedger, JobQueue, run_claimed
+from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Provenance
 from contextos.normalization import estimate_tokens
 from contextos.observability import logger, metrics

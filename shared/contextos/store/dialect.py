@@ -1,4 +1,4 @@
-"""The one seam between PostgreSQL and CockroachDB (S1): DDL files, search breadth, locks.
+"""The one seam between PostgreSQL and CockroachDB (S1): DDL sections, search breadth, locks.
 
 Queries are shared where the engines agree; where they differ, a ``match`` on the dialect
 picks the SQL, so a new backend is a new case, not a fork.
@@ -6,12 +6,14 @@ picks the SQL, so a new backend is a new case, not a fork.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 DialectName = Literal["postgres", "cockroach"]
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+_SECTION = re.compile(r"-- dialect: (postgres|cockroach|end)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,22 +94,70 @@ class Dialect:
             case "cockroach":
                 return f"{band}.tenant_id = %(tenant)s"
 
+    def migration_lock_sql(self) -> tuple[str, str] | None:
+        """(lock, unlock) statements that hold one migrator at a time per database, each taking the
+        lock key; None where the engine has no session lock (CockroachDB's schema changes are
+        transactional and ``IF NOT EXISTS`` keeps a concurrent rerun harmless)."""
+        match self.name:
+            case "postgres":
+                return "SELECT pg_advisory_lock(%s)", "SELECT pg_advisory_unlock(%s)"
+            case "cockroach":
+                return None
+
+    def ranks_in_sql(self) -> bool:
+        """Whether text search ranks in SQL: the phrase and BM25 functions (migrations 0015 and
+        0016) and a scope's own BM25 over tsvector positions; CockroachDB has neither, so the store
+        ranks there by inline phrase queries."""
+        match self.name:
+            case "postgres":
+                return True
+            case "cockroach":
+                return False
+
+    def vectors_carry_scope(self) -> bool:
+        """Whether memory_vectors holds a copy of each memory's user, agent, run and tags (migration
+        0023, kept by triggers); CockroachDB reads them from memories."""
+        match self.name:
+            case "postgres":
+                return True
+            case "cockroach":
+                return False
+
     def migration_files(self) -> list[tuple[int, str, Path]]:
-        """(version, name, file) for every migration, preferring ``NNNN_name.<dialect>.sql``."""
-        chosen: dict[int, tuple[str, Path]] = {}
+        """(version, name, file) for every migration: one ``NNNN_name.sql`` file each, both dialects."""
+        files: dict[int, tuple[str, Path]] = {}
         for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-            parts = path.name.split(".")
-            stem, variant = parts[0], (parts[1] if len(parts) == 3 else None)
-            version = int(stem.split("_", 1)[0])
-            name = stem.split("_", 1)[1]
-            if variant == self.name or (variant is None and version not in chosen):
-                chosen[version] = (name, path)
-        return [(v, n, p) for v, (n, p) in sorted(chosen.items())]
+            version, name = path.stem.split("_", 1)
+            if int(version) in files:
+                raise ValueError(f"two migrations numbered {version}: {files[int(version)][1].name}, {path.name}")
+            files[int(version)] = (name, path)
+        return [(v, n, p) for v, (n, p) in sorted(files.items())]
+
+    def migration_sql(self, text: str) -> str:
+        """A migration file's SQL for this dialect: shared lines, plus this dialect's sections.
+
+        A section runs from a ``-- dialect: <name>`` line to the next marker line
+        (``-- dialect: end`` closes it); marker lines themselves are dropped, so the rendered
+        text is byte-for-byte what the engine runs (and what ``schema_version`` checksums).
+        """
+        kept: list[str] = []
+        section: str | None = None
+        for line in text.splitlines(keepends=True):
+            marker = _SECTION.fullmatch(line.rstrip("\r\n"))
+            if marker:
+                name = marker.group(1)
+                section = None if name == "end" else name
+                continue
+            if section is None or section == self.name:
+                kept.append(line)
+        if section is not None:
+            raise ValueError(f"a '-- dialect: {section}' section is not closed with '-- dialect: end'")
+        return "".join(kept)
 
     def render_migrations(self, embedding_dim: int) -> list[tuple[int, str, str]]:
         """The SQL text of every migration for this dialect, placeholders filled."""
         return [
-            (version, name, path.read_text().replace("{{embedding_dim}}", str(int(embedding_dim))))
+            (version, name, self.migration_sql(path.read_text()).replace("{{embedding_dim}}", str(int(embedding_dim))))
             for version, name, path in self.migration_files()
         ]
 

@@ -15,9 +15,10 @@ _LOCK_KEY = 7_420_011  # an arbitrary constant: one migrator at a time per datab
 def migrate(conninfo: str, dialect: Dialect, embedding_dim: int, embedder_id: str) -> list[int]:
     """Apply every pending migration; return the versions applied now. Safe to call concurrently."""
     applied_now: list[int] = []
+    lock = dialect.migration_lock_sql()
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        if dialect.name == "postgres":
-            conn.execute("SELECT pg_advisory_lock(%s)", [_LOCK_KEY])
+        if lock:
+            conn.execute(lock[0], [_LOCK_KEY])
         try:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -41,8 +42,8 @@ def migrate(conninfo: str, dialect: Dialect, embedding_dim: int, embedder_id: st
                 logger.info("migration applied", extra={"version": version, "migration": name})
             _check_embedding_dim(conn, embedding_dim, embedder_id)
         finally:
-            if dialect.name == "postgres":
-                conn.execute("SELECT pg_advisory_unlock(%s)", [_LOCK_KEY])
+            if lock:
+                conn.execute(lock[1], [_LOCK_KEY])
     return applied_now
 
 

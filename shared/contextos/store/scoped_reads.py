@@ -235,7 +235,7 @@ class ScopedReads:
         its own rows of it in rank order)."""
         db = self.store.db
         small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
-        if db.dialect.name == "postgres" and self._is_large(tenant_id, self.scope_cache_s) is None:
+        if db.dialect.ranks_in_sql() and self._is_large(tenant_id, self.scope_cache_s) is None:
             rows = db.tenant_read(
                 tenant_id,
                 *self._hints(),
@@ -339,7 +339,7 @@ class ScopedHistoricalReads:
     ) -> list[dict]:
         db = self.history.db
         small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
-        if db.dialect.name == "postgres":
+        if db.dialect.ranks_in_sql():
             rows = db.tenant_read(
                 tenant_id,
                 (

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextos.scopes import Scope, ScopeFilter
+from contextos.store.dialect import DialectName, get_dialect
 from psycopg.types.json import Jsonb
 
 
@@ -40,10 +41,9 @@ def scope_predicate(
     return "(" + " AND ".join(parts) + ")"
 
 
-def vectors_carry_scope(dialect: str) -> bool:
-    """Whether memory_vectors holds a copy of each memory's user, agent, run and tags (migration
-    0023, kept by triggers); CockroachDB reads them from memories."""
-    return dialect == "postgres"
+def vectors_carry_scope(dialect: DialectName) -> bool:
+    """Whether memory_vectors holds a copy of each memory's user, agent, run and tags."""
+    return get_dialect(dialect).vectors_carry_scope()
 
 
 def vector_scope_predicate(alias: str, scope: ScopeFilter | None) -> str:

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from contextos.scopes import ScopeFilter
+from contextos.store.dialect import DialectName, get_dialect
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -79,7 +80,7 @@ def phrases_call(
 
 def search_phrases(
     conn: Any,
-    dialect: str,
+    dialect: DialectName,
     tenant_id: str,
     phrases: Sequence[Sequence[str]],
     *,
@@ -92,7 +93,7 @@ def search_phrases(
     by its synonyms."""
     if not phrases:
         return []
-    if dialect == "postgres":
+    if get_dialect(dialect).ranks_in_sql():
         return conn.execute(*phrases_call(phrases, k=k, cap=cap, as_of=as_of)).fetchall()
     forms = [phrase_forms(terms) for terms in phrases]
     out: list[dict] = []
@@ -160,7 +161,7 @@ class BM25Params:
 
 def rank_text(
     conn: Any,
-    dialect: str,
+    dialect: DialectName,
     tenant_id: str,
     query: str,
     extra: Sequence[str],
@@ -174,7 +175,7 @@ def rank_text(
 ) -> list[dict]:
     """BM25 on PostgreSQL; dialects without the function rank by the inline phrase search
     (``ts_rank``), one row per memory at its best phrase."""
-    if dialect == "postgres":
+    if get_dialect(dialect).ranks_in_sql():
         return conn.execute(
             *bm25_call(query, extra, k=k, cap=cap, params=params, as_of=as_of, with_cold=with_cold)
         ).fetchall()

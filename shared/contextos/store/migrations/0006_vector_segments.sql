@@ -1,3 +1,4 @@
+-- dialect: postgres
 -- 0006: a fresh vector segment outside the ANN index, and LSH bands for near-duplicate lookups.
 --
 -- Inserting one vector into HNSW costs milliseconds (3-6 ms per row measured here); a document's
@@ -15,6 +16,12 @@ CREATE INDEX IF NOT EXISTS memory_vectors_fresh
 
 -- Random-hyperplane LSH bands of each vector (contextos.lsh): tenant-scoped btree lookups that
 -- find near-duplicate candidates without an ANN probe per concept.
+-- dialect: cockroach
+-- 0006 (CockroachDB): the same columns and bands table. CockroachDB's vector index is not
+-- partial, so fresh vectors are already in it; reads de-duplicate the fresh scan and the ANN.
+ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS indexed boolean NOT NULL DEFAULT false;
+CREATE INDEX IF NOT EXISTS memory_vectors_fresh ON memory_vectors (tenant_id) WHERE searchable AND NOT indexed;
+-- dialect: end
 CREATE TABLE IF NOT EXISTS memory_vector_bands (
     tenant_id text NOT NULL,
     band_key  integer NOT NULL,

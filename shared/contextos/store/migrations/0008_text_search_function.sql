@@ -1,3 +1,4 @@
+-- dialect: postgres
 -- 0008 (PostgreSQL): the text search as a SECURITY DEFINER function.
 --
 -- Under row-level security PostgreSQL cannot use an index for a non-leakproof operator such as
@@ -37,3 +38,7 @@ AS $fn$
 $fn$;
 REVOKE ALL ON FUNCTION contextos_text_search(text, text, integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION contextos_text_search(text, text, integer, integer) TO contextos_app;
+-- dialect: cockroach
+-- 0008 (CockroachDB): no function; the store runs the text search inline (see repository.text_search).
+SELECT 1;
+-- dialect: end

@@ -1,3 +1,4 @@
+-- dialect: postgres
 -- 0015 (PostgreSQL): every key phrase of a query in one call, with the work per phrase bounded.
 --
 -- 0008 ran one call per phrase and ranked up to 500 matches of each of two query forms, the
@@ -11,10 +12,18 @@
 -- almost nothing (its BM25 weight is near zero), yet reading its posting list costs milliseconds.
 -- The lifecycle scan records such lexemes per tenant (text_common_lexemes, only for tenants above
 -- a configured size) and the search leaves them out; a phrase made only of them is skipped.
+-- dialect: cockroach
+-- 0015 (CockroachDB): no function and no ts_stat; the store runs the phrase searches inline (see
+-- contextos.store.text_search) and keeps every word. The table exists so the schema is the same.
+-- dialect: end
 CREATE TABLE IF NOT EXISTS text_common_lexemes (
     tenant_id  text NOT NULL,
     lexeme     text NOT NULL,
+-- dialect: postgres
     share      real NOT NULL,  -- the share of the tenant's hot memories holding it
+-- dialect: cockroach
+    share      real NOT NULL,
+-- dialect: end
     counted_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant_id, lexeme)
 );
@@ -24,6 +33,7 @@ CREATE POLICY tenant_isolation ON text_common_lexemes
     USING (tenant_id = current_setting('app.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
 GRANT SELECT, INSERT, DELETE ON text_common_lexemes TO contextos_app;
+-- dialect: postgres
 
 -- A lexeme as a quoted tsquery operand: the lexemes come from to_tsvector over the caller's text, so
 -- the text is only ever parsed as words, never as tsquery syntax.
@@ -113,6 +123,7 @@ DROP FUNCTION IF EXISTS contextos_text_search_as_of(text, text, integer, integer
 
 -- Composite trust counts each candidate's ``corroborates`` edges on every read; most memories have
 -- none, and these small partial indexes answer that without visiting the memory's other edges.
+-- dialect: end
 CREATE INDEX IF NOT EXISTS relationships_corroborates_src
     ON relationships (tenant_id, src_id) WHERE type = 'corroborates';
 CREATE INDEX IF NOT EXISTS relationships_corroborates_dst

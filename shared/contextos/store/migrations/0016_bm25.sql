@@ -1,3 +1,4 @@
+-- dialect: postgres
 -- 0016 (PostgreSQL): BM25 over the tenant's own statistics, and cold stubs the text search still finds.
 --
 -- score(m) = Σ_t w_t · idf_t · tf / (tf + k1 · (1 − b + b · len(m) / avglen)),
@@ -18,6 +19,10 @@
 -- until ``cap`` are gathered; a lexeme most of a large tenant's memories hold is left out of the
 -- gathering (text_common_lexemes) but still scores. ``cap`` NULL gathers every match: the exact
 -- ranking the bound is measured against (benchmarks/retrieval.py).
+-- dialect: cockroach
+-- 0016 (CockroachDB): no plpgsql function and no ts_stat; the store keeps the inline phrase search
+-- (see contextos.store.text_search). The tables and the stub column exist so the schema is the same.
+-- dialect: end
 CREATE TABLE IF NOT EXISTS text_tenant_stats (
     tenant_id  text PRIMARY KEY,
     docs       integer NOT NULL,
@@ -42,6 +47,7 @@ CREATE POLICY tenant_isolation ON text_lexeme_stats
     WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
 GRANT SELECT, INSERT, DELETE ON text_tenant_stats TO contextos_app;
 GRANT SELECT, INSERT, DELETE ON text_lexeme_stats TO contextos_app;
+-- dialect: postgres
 
 -- A cold stub keeps the lexical form of its label and definition (S5: forgetting demotes), so the
 -- text search finds it as the vector search does.
@@ -226,3 +232,6 @@ REVOKE ALL ON FUNCTION contextos_text_search_bm25(text, text[], real, integer, i
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION contextos_text_search_bm25(text, text[], real, integer, integer, real, real, integer, timestamptz, boolean)
     TO contextos_app;
+-- dialect: cockroach
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS stub_tsv tsvector;
+-- dialect: end

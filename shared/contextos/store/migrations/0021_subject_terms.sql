@@ -1,3 +1,4 @@
+-- dialect: postgres
 -- 0021: the contradiction gate's neighbour probe by subject (S7). A large tenant's candidates are
 -- compared with the active memories that share their subject, found for a whole document in one
 -- statement by btree equality (under row-level security a non-leakproof operator such as array
@@ -38,3 +39,9 @@ GRANT SELECT, INSERT, DELETE ON memory_subject_terms TO contextos_app;
 INSERT INTO memory_subject_terms (tenant_id, term, memory_id)
 SELECT m.tenant_id, t.term, m.id FROM memories m CROSS JOIN LATERAL unnest(contextos_subject_terms(m.norm_key)) AS t(term)
 ON CONFLICT DO NOTHING;
+-- dialect: cockroach
+-- 0021 on CockroachDB: the contradiction gate scans a tenant's vectors exactly on this dialect
+-- (contextos.store.governance) and writes no subject terms, so the PostgreSQL variant's function
+-- and table are not created here.
+SELECT 1;
+-- dialect: end

@@ -1,3 +1,4 @@
+-- dialect: postgres
 -- 0023: a memory's scope (user, agent, run, tags) copied onto its vector row, so a scoped vector
 -- search reads one table: a small scope's vectors found through a btree on memory_vectors itself
 -- (one heap visit per vector instead of an index probe into memories and another into
@@ -52,3 +53,9 @@ CREATE TRIGGER memories_scope_reaches_vector AFTER UPDATE OF user_id, agent_id, 
     WHEN (OLD.user_id IS DISTINCT FROM NEW.user_id OR OLD.agent_id IS DISTINCT FROM NEW.agent_id
           OR OLD.run_id IS DISTINCT FROM NEW.run_id OR OLD.tags IS DISTINCT FROM NEW.tags)
     EXECUTE FUNCTION contextos_scope_reaches_vector();
+-- dialect: cockroach
+-- 0023 on CockroachDB: its vector index is prefixed by tenant_id and a scoped vector search joins
+-- memories for the scope (contextos.store.scoped_reads), so the PostgreSQL variant's scope copy on
+-- memory_vectors, its indexes and triggers are not created here.
+SELECT 1;
+-- dialect: end

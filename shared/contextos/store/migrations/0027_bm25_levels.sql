@@ -1,3 +1,4 @@
+-- dialect: postgres
 -- 0027 (PostgreSQL): 0016's BM25, with a cheaper gathering query and an optional scope.
 --
 -- Scores, statistics, the bound and the level walk are 0016's, and so is the ranking. What changes
@@ -213,3 +214,7 @@ REVOKE ALL ON FUNCTION contextos_bm25_rank(text, text[], real, integer, integer,
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION contextos_bm25_rank(text, text[], real, integer, integer, real, real, integer, timestamptz, boolean, text, text, text, text[])
     TO contextos_app;
+-- dialect: cockroach
+-- 0027 (CockroachDB): no plpgsql; the inline phrase search stands in for BM25 (see 0016).
+SELECT 1;
+-- dialect: end

@@ -1,5 +1,0 @@
--- 0002 (CockroachDB 25.2+): a tenant-prefixed vector index and an inverted full-text index.
-CREATE VECTOR INDEX IF NOT EXISTS memory_vectors_embedding_vec
-    ON memory_vectors (tenant_id, embedding vector_cosine_ops);
-CREATE INVERTED INDEX IF NOT EXISTS memories_search_tsv ON memories (search_tsv);
-CREATE INDEX IF NOT EXISTS memories_label_lower ON memories (tenant_id, lower(label));

@@ -29,6 +29,8 @@ from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 
+from tests.memory_writer import add_memories
+
 T = TypeVar("T")
 DIM = 384
 TYPES = ("problem", "decision", "fact", "entity", "event", "preference", "code")
@@ -124,5 +126,7 @@ def bulk_load(store: MemoryStore, tenant_id: str, data: Corpus, *, batch: int = 
     ids: list[UUID] = []
     for start in range(0, len(data.candidates), batch):
         end = start + batch
-        ids += store.add_memories(tenant_id, data.candidates[start:end], embedder_id=EMBEDDER_ID, at=data.at[start:end])
+        ids += add_memories(
+            store, tenant_id, data.candidates[start:end], embedder_id=EMBEDDER_ID, at=data.at[start:end]
+        )
     return ids

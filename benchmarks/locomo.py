@@ -60,6 +60,7 @@ from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 
 from benchmarks.report import write_report
+from tests.memory_writer import add_memories
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo10.json"
 KS = (5, 10, 20)
@@ -235,7 +236,8 @@ def store_conversation(
             )
             for i in idx
         ]
-        ids = store.add_memories(
+        ids = add_memories(
+            store,
             tenant,
             candidates,
             embedder_id="locomo-minilm",

@@ -364,8 +364,9 @@ def stale_distractors(
     update links) and whether each link joins a stale statement to its own update."""
     from contextos.governance_models import MemoryCreate
     from contextos.judge.local import LocalHeuristicJudge
+    from contextos.services.contradiction import ContradictionGate
     from contextos.services.governance import GovernanceService
-    from contextos.store.governance import ContradictionGate, GovernanceStore
+    from contextos.store.governance import GovernanceStore
 
     data = json.loads(STALE.read_text())
     subjects, unrelated = data["subjects"], data["unrelated_old"]

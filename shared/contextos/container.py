@@ -41,7 +41,7 @@ def database() -> Database:
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
-    from contextos.store.governance import ContradictionGate
+    from contextos.services.contradiction import ContradictionGate
     from contextos.store.repository import MemoryStore
 
     settings = get_settings()

@@ -9,6 +9,7 @@ Under the tenant's row lock: the merge lookups (``merge_lookups``), the plan (pu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -16,6 +17,7 @@ import numpy as np
 from contextos.config import DecaySettings, MergeSettings
 from contextos.faults import crash_point
 from contextos.governance_models import HeldCandidate
+from contextos.judgements import GateOutcome, JudgementCache
 from contextos.lsh import sketch
 from contextos.merge_plan import (
     GateCounts,
@@ -26,21 +28,30 @@ from contextos.merge_plan import (
     store_result,
 )
 from contextos.models import MemoryCandidate, Provenance, StoreResult
+from contextos.ports import ContradictionGatePort
+from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.admission_writes import AdmissionWrites, admission_audit
+from contextos.store.audit import write_audit
 from contextos.store.batch import StatementBatch
+from contextos.store.contradictions import close_superseded, insert_subject_terms, link
 from contextos.store.db import Conn, Database
-from contextos.store.governance import (
-    ContradictionGate,
-    GateOutcome,
-    GovernanceStore,
-    JudgementCache,
-    insert_subject_terms,
-    write_audit,
-)
+from contextos.store.governance import GovernanceStore
 from contextos.store.merge_lookups import MergeLookups
+from contextos.store.promotion import Promotion, decide_promotion
+from contextos.store.relationships import outgoing
+from contextos.store.scopes import apply_scope
 from pgvector import Vector
 from psycopg.types.json import Jsonb
+
+
+@dataclass
+class Admitted:
+    """An admission's result, the counts recorded with its source, and the review items it held."""
+
+    result: StoreResult
+    counts: dict[str, Any] = field(default_factory=dict)
+    review_ids: list[UUID] = field(default_factory=list)
 
 
 class AdmissionStore(MergeLookups, AdmissionWrites):
@@ -49,7 +60,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         db: Database,
         decay: DecaySettings,
         merge: MergeSettings | None = None,
-        gate: ContradictionGate | None = None,
+        gate: ContradictionGatePort | None = None,
     ) -> None:
         self.db = db
         self.decay = decay
@@ -87,23 +98,53 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         self,
         tenant_id: str,
         candidates: Sequence[MemoryCandidate],
-        source: ConceptSource,
+        source: ConceptSource | None,
         *,
         embedder_id: str,
         held: Sequence[HeldCandidate] = (),
         actor: str = "ingest",
+        scope: Scope | None = None,
     ) -> StoreResult:
+        """``admit_batch``'s result."""
+        return self.admit_batch(
+            tenant_id, candidates, source, embedder_id=embedder_id, held=held, actor=actor, scope=scope
+        ).result
+
+    def admit_batch(
+        self,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        source: ConceptSource | None,
+        *,
+        embedder_id: str,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
+        scope: Scope | None = None,
+        promotion: Promotion | None = None,
+    ) -> Admitted | None:
         """Admit ``candidates`` and finish the source (a document's status and counts, or a
         conversation flush) in one transaction under the tenant's row lock: the merge and
         contradiction decisions that look at existing memories cannot race a concurrent ingest,
         and the upserts make a crash or a redelivery leave nothing half-written. A conversation
         range already stored (a redelivered job racing its first run) writes nothing.
+
+        The one way into memories, for every source: ``source`` None is a manual memory, whose
+        ``scope`` (S11) its memories and held candidates keep; a ``promotion`` decides a held
+        candidate first and admits it in the same transaction (None when it is not pending).
         """
         prejudged = self.prejudge(tenant_id, candidates)  # governance (S7): slow judging off the lock
         with self.db.tenant_tx(tenant_id) as conn:
             if isinstance(source, SessionSource) and self._flush_done(conn, tenant_id, source):
-                return StoreResult(already_stored=True)
-            result, _ = self.admit(
+                return Admitted(StoreResult(already_stored=True))
+            finish: Callable[[Any, dict[str, Any]], None] | None = None
+            if promotion is not None:
+                decided = decide_promotion(conn, tenant_id, promotion)
+                if decided is None:
+                    return None
+                candidates, source, scope = [decided.candidate], decided.source, decided.scope
+            elif source is not None:
+                finish = self._finisher(tenant_id, source)
+            admitted = self._admit(
                 conn,
                 tenant_id,
                 candidates,
@@ -112,11 +153,18 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
                 held=held,
                 actor=actor,
                 prejudged=prejudged,
-                finish=lambda c, counts: self._finish_source(c, tenant_id, source, source.counts | counts),
+                finish=finish,
+                scope=scope,
             )
+            if scope is not None:
+                apply_scope(conn, tenant_id, admitted.result.memory_ids, scope)
             crash_point("store:before_commit")
         crash_point("store:after_commit")
-        return result
+        return admitted
+
+    def _finisher(self, tenant_id: str, source: ConceptSource) -> Callable[[Any, dict[str, Any]], None]:
+        """The source's bookkeeping with the admission's counts joined to its own."""
+        return lambda conn, counts: self._finish_source(conn, tenant_id, source, source.counts | counts)
 
     @staticmethod
     def _flush_done(conn: Conn, tenant_id: str, source: SessionSource) -> bool:
@@ -164,8 +212,34 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         held: Sequence[HeldCandidate] = (),
         actor: str = "ingest",
         prejudged: JudgementCache | None = None,
-        finish: Callable[[Any, dict[str, Any]], None] | None = None,
     ) -> tuple[StoreResult, dict[str, Any]]:
+        """``_admit`` inside the caller's transaction: the result and its counts."""
+        admitted = self._admit(
+            conn,
+            tenant_id,
+            candidates,
+            embedder_id=embedder_id,
+            source=source,
+            held=held,
+            actor=actor,
+            prejudged=prejudged,
+        )
+        return admitted.result, admitted.counts
+
+    def _admit(
+        self,
+        conn: Conn,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        embedder_id: str,
+        source: ConceptSource | None = None,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
+        prejudged: JudgementCache | None = None,
+        finish: Callable[[Any, dict[str, Any]], None] | None = None,
+        scope: Scope | None = None,
+    ) -> Admitted:
         """S4 step 7 inside the caller's transaction, for any source (None: a manual memory or a
         promotion): the tenant lock, merges, the contradiction gate (S7), upserts, items, edges
         and audit rows. Held candidates (the trust gate's) go to the review queue only. Returns
@@ -187,6 +261,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
             document_id=document_id,
             session_id=session_id,
             messages=(source.message_from, source.message_to) if isinstance(source, SessionSource) else None,
+            scope=scope if source is None else None,
         )
         # -- governance (S7): the contradiction gate, under the tenant lock ------------------------
         gate = (
@@ -204,7 +279,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         )
         plan = plan.stand_alone(gate.supersedes, gate.keys)
         final_keys = plan.final_keys
-        ContradictionGate.close_superseded(conn, tenant_id, gate)
+        close_superseded(conn, tenant_id, gate)
         chosen = one_per_key(candidates, final_keys)
         memories = [memory for _, memory in chosen]
         memory_sketches = {memory.norm_key: (lsh.signatures[i], lsh.band_keys[i], vectors[i]) for i, memory in chosen}
@@ -243,12 +318,17 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
                 )
             if self.gate:
                 writes.flush()
-                self.gate.link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
+                link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
             write_audit(writes, tenant_id, admission_audit(rows, actor, source))
             if finish:
                 finish(writes, admitted_counts)
             writes.flush()
-        return result, admitted_counts
+        return Admitted(result, admitted_counts, review_ids)
+
+    def links(self, tenant_id: str, memory_id: UUID, types: Sequence[str]) -> dict[str, list[UUID]]:
+        """The edges an admitted memory points along, by type (what a manual write answers with)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return outgoing(conn, tenant_id, memory_id, types)
 
     def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:
         """Run the contradiction gate's judge before the admission transaction (see ContradictionGate)."""

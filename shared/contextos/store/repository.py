@@ -6,10 +6,10 @@ wires each aggregate (``documents``, ``admission``, ``reads``, ``tenants``) on i
 from __future__ import annotations
 
 from contextos.config import DecaySettings, MergeSettings
+from contextos.ports import ContradictionGatePort
 from contextos.store.admission import AdmissionStore
 from contextos.store.db import Database
 from contextos.store.documents import DOCUMENT_COLUMNS, DocumentStore
-from contextos.store.governance import ContradictionGate
 from contextos.store.locks import LOCK_TENANT_SQL
 from contextos.store.reads import ReadStore
 from contextos.store.tenants import TenantStore
@@ -23,7 +23,7 @@ class MemoryStore(DocumentStore, AdmissionStore, ReadStore, TenantStore):
         db: Database,
         decay: DecaySettings,
         merge: MergeSettings | None = None,
-        gate: ContradictionGate | None = None,
+        gate: ContradictionGatePort | None = None,
     ) -> None:
         AdmissionStore.__init__(self, db, decay, merge, gate)
         self._scope_sizes: dict[str, tuple[int, float]] = {}  # tenant → (hot memories, read at monotonic s)

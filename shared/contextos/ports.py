@@ -2,16 +2,17 @@
 
 Services take these, the container wires the implementations (``contextos.store.*``), and a test
 may hand a service a fake. A port names no driver: a connection is ``Conn`` here (the store's
-``contextos.store.db.Conn``, a psycopg connection, behind the store's own transactions).
+``contextos.store.db.Conn``); ``db`` is the store's ``Database``, for the store functions a service
+runs inside one tenant transaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
+from contextos.config import DecaySettings
 from contextos.governance_models import HeldCandidate
 from contextos.judgements import GateOutcome, JudgementCache
 from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
@@ -20,7 +21,7 @@ from contextos.sources import ConceptSource
 
 if TYPE_CHECKING:
     from contextos.store.admission import Admitted
-    from contextos.store.dialect import Dialect
+    from contextos.store.db import Database
     from contextos.store.history import PoolRequest
     from contextos.store.promotion import Promotion
     from contextos.store.rows import (
@@ -37,14 +38,6 @@ if TYPE_CHECKING:
 Conn = Any  # a tenant transaction's connection, as the store's transactions yield it
 
 
-class Transactions(Protocol):
-    """The database's tenant transactions (``contextos.store.db.Database``)."""
-
-    dialect: Dialect
-
-    def tenant_tx(self, tenant_id: str) -> AbstractContextManager[Conn]: ...
-
-
 class TenantPort(Protocol):
     def tenant_ids(self) -> list[str]: ...
 
@@ -52,7 +45,7 @@ class TenantPort(Protocol):
 class DocumentPort(Protocol):
     """Documents (S4): queued → processing → done or failed, and what each taught."""
 
-    db: Transactions
+    db: Database
 
     def create_document(
         self,
@@ -86,7 +79,7 @@ class AdmissionPort(Protocol):
     """The one transaction in which candidates become memories (S4 step 7), for every source: a
     document, a conversation flush, a manual memory (``source`` None) or a promotion."""
 
-    db: Transactions
+    db: Database
 
     def store_concepts(
         self,
@@ -155,7 +148,8 @@ class SearchReads(TextRanking, Protocol):
 class ReadPort(SearchReads, Protocol):
     """Present-time reads, reinforcement of what was injected, a memory's detail and its sources."""
 
-    db: Transactions
+    db: Database
+    decay: DecaySettings
 
     def same_subject_pairs(self, tenant_id: str, ids: Sequence[UUID], *, min_cosine: float) -> list[Any]: ...
 
@@ -194,3 +188,37 @@ class ContradictionGatePort(Protocol):
         dialect: str = "postgres",
         cache: JudgementCache | None = None,
     ) -> GateOutcome: ...
+
+
+# -- what a service that spans aggregates takes --------------------------------------------------
+class VectorSettling(Protocol):
+    def settle_vectors(self, tenant_id: str, *, limit: int) -> int: ...
+
+
+class LifecyclePort(TenantPort, VectorSettling, Protocol):
+    """The scan walks every tenant and moves its fresh vectors into the ANN index."""
+
+
+class MemoryReadPort(Protocol):
+    """A memory's detail and sources, and a document's memories (the management reads)."""
+
+    db: Database
+    decay: DecaySettings
+
+    def get_memory(self, tenant_id: str, memory_id: UUID) -> MemoryDetail: ...
+
+    def sources_of_memory(self, tenant_id: str, memory_id: UUID) -> list[MemorySourceRow]: ...
+
+    def get_document(self, tenant_id: str, document_id: UUID) -> DocumentRecord: ...
+
+    def memories_of_document(self, tenant_id: str, document_id: UUID) -> list[DocumentMemory]: ...
+
+
+class IngestPort(DocumentPort, AdmissionPort, Protocol):
+    """A document's ledger and the admission its concepts go through."""
+
+
+class WorkspaceStorePort(DocumentPort, VectorSettling, Protocol):
+    """A workspace import: documents for the files it cannot map, and the contradiction gate."""
+
+    gate: ContradictionGatePort | None

@@ -27,11 +27,11 @@ from contextos.normalization import acronyms, initials, norm_key
 from contextos.observability import logger, metrics
 from contextos.parsing import content_hash as bytes_hash
 from contextos.parsing import safe_filename
+from contextos.ports import WorkspaceStorePort
 from contextos.services.governance import TrustGate
 from contextos.store.contradictions import close_superseded, link
 from contextos.store.governance import GovernanceStore
 from contextos.store.management import ManagementStore
-from contextos.store.repository import MemoryStore
 from contextos.store.workspace import NewItem, NewMemory, WorkspaceStore
 from contextos.trust import cap_provenance
 from contextos.workspace.format import Limits, WorkspaceFileError, content_hash, name_files, parse_file, render_file
@@ -164,7 +164,7 @@ def _id_of(plan: _Plan) -> UUID:
 @dataclass
 class WorkspaceService:
     settings: Settings
-    store: MemoryStore
+    store: WorkspaceStorePort
     workspace: WorkspaceStore
     embedders: Callable[[], Embedder]  # loaded on the first import: an export never needs the model
     submit_document: Callable[[str, DocumentCreate], DocumentAccepted] | None = None

@@ -106,9 +106,11 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         scope: Scope | None = None,
     ) -> StoreResult:
         """``admit_batch``'s result."""
-        return self.admit_batch(
+        admitted = self.admit_batch(
             tenant_id, candidates, source, embedder_id=embedder_id, held=held, actor=actor, scope=scope
-        ).result
+        )
+        assert admitted is not None  # only a promotion finds nothing to admit
+        return admitted.result
 
     def admit_batch(
         self,

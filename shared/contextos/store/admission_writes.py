@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 from uuid import UUID
 
 from contextos.config import DecaySettings, MergeSettings
@@ -13,6 +14,7 @@ from contextos.merge_plan import label_acronyms, label_initials
 from contextos.models import MemoryCandidate
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.bands import delete_bands, insert_bands, keys_literal
+from contextos.store.batch import Writes
 from contextos.store.db import Conn, Database
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
 from pgvector import Vector
@@ -25,7 +27,7 @@ class AdmissionWrites:
     decay: DecaySettings
     merge: MergeSettings
 
-    def _policy_columns(self, tenant_id: str) -> dict[str, dict[str, str | float]]:
+    def _policy_columns(self, tenant_id: str) -> dict[str, dict[str, Any]]:
         """The tenant's decay policy for new memories: SQL for ``next_transition`` and the column values."""
         d = self.decay
         return {
@@ -43,7 +45,7 @@ class AdmissionWrites:
 
     def _write_vectors(
         self,
-        conn: Conn,
+        conn: Writes,
         tenant_id: str,
         memories: list[MemoryCandidate],
         rows: list[dict],
@@ -161,7 +163,7 @@ class AdmissionWrites:
 
     @staticmethod
     def _insert_items(
-        conn: Conn,
+        conn: Writes,
         tenant_id: str,
         source: ConceptSource | None,
         candidates: Sequence[MemoryCandidate],
@@ -196,7 +198,7 @@ class AdmissionWrites:
         )
 
     def _upsert_related_edges(
-        self, conn: Conn, tenant_id: str, pairs: list[tuple[UUID, UUID]], new_ids: set[UUID] | frozenset = frozenset()
+        self, conn: Writes, tenant_id: str, pairs: list[tuple[UUID, UUID]], new_ids: set[UUID] | frozenset = frozenset()
     ) -> None:
         """``related`` edges; a repeated one gains weight. An edge touching a memory created in this
         transaction (``new_ids``) cannot exist yet: a plain insert, without the upsert's cost."""
@@ -229,8 +231,9 @@ def candidate_columns(candidates: Sequence[MemoryCandidate]) -> dict[str, list]:
     }
 
 
-def admission_audit(rows: Sequence[dict], actor: str, source: ConceptSource | None) -> list[dict]:
+def admission_audit(rows: Sequence[dict[str, Any]], actor: str, source: ConceptSource | None) -> list[dict[str, Any]]:
     """One audit row per memory an admission created or merged into, naming its source."""
+    details: dict[str, Any]
     match source:
         case DocumentSource():
             details = {"document_id": str(source.document_id)}

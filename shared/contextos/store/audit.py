@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from contextos.store.db import Conn
+from contextos.store.batch import Writes
 from psycopg.types.json import Jsonb
 
 
-def write_audit(conn: Conn, tenant_id: str, entries: Sequence[dict[str, Any]]) -> None:
+def write_audit(conn: Writes, tenant_id: str, entries: Sequence[dict[str, Any]]) -> None:
     """Append audit rows in one statement (the database chains them: migration 0011)."""
     if not entries:
         return

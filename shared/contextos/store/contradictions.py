@@ -19,6 +19,7 @@ from contextos.judgements import GateOutcome
 from contextos.models import MemoryCandidate
 from contextos.scopes import key_owner
 from contextos.store.audit import write_audit
+from contextos.store.batch import Writes
 from contextos.store.db import Conn
 from contextos.store.scopes import key_owner_sql
 from pgvector import Vector
@@ -32,7 +33,7 @@ def same_owner(alias: str) -> str:
     return f"{key_owner_sql(alias + '.norm_key')} IS NOT DISTINCT FROM p.owner"
 
 
-def insert_subject_terms(conn: Conn, tenant_id: str, memory_ids: Sequence[UUID], keys: Sequence[str]) -> None:
+def insert_subject_terms(conn: Writes, tenant_id: str, memory_ids: Sequence[UUID], keys: Sequence[str]) -> None:
     """The subject terms of memories created in this transaction (plain inserts: their rows
     cannot exist yet). PostgreSQL only: CockroachDB's gate scans exactly (migration 0021)."""
     if not memory_ids:

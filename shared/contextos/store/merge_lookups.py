@@ -21,7 +21,7 @@ from contextos.merge_plan import (
 from contextos.models import MemoryCandidate
 from contextos.scopes import key_owner
 from contextos.store.bands import band_params, flat_keys, keys_literal
-from contextos.store.db import Conn, Database
+from contextos.store.db import Conn, Database, one
 from contextos.store.locks import LOCK_TENANT_SQL, lock_tenant
 from contextos.store.scopes import key_owner_sql
 from pgvector import Vector
@@ -59,7 +59,7 @@ class MergeLookups:
                    SELECT true, NULL, n.norm_key, NULL, NULL, NULL, NULL, n.idx, n.similarity FROM near n""",
                 lookup_params | near_params,
             )
-            hot = int(lock.fetchone()["hot_memories"])
+            hot = int(one(lock.fetchone())["hot_memories"])
             rows = found.fetchall()
         lookup_rows = order_lookup_rows([cast(LookupRow, r) for r in rows if not r["near"]])
         near_rows = [cast(NearRow, r) for r in rows if r["near"]]

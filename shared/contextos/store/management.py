@@ -1,5 +1,6 @@
 """The management side of the store (S11): list, edit, forget and restore memories; list and forget
-documents; the graph around a memory. Every statement is tenant-scoped and set-based.
+documents (the graph around a memory: ``contextos.store.graph``). Every statement is tenant-scoped
+and set-based.
 
 Forgetting (``forget_hot``) leaves a memory's row in place with state ``archived`` and
 ``forgotten_at`` set: no read of the present or the past admits an archived row, and while the row
@@ -21,10 +22,10 @@ from contextos.config import DecaySettings
 from contextos.errors import BadRequest, NotFound
 from contextos.lsh import sketch
 from contextos.management_models import DocumentListQuery, MemoryListQuery
-from contextos.scopes import ScopeFilter
 from contextos.store.bands import delete_bands, insert_bands, keys_literal
 from contextos.store.db import Database
 from contextos.store.governance import write_audit
+from contextos.store.graph import GraphReads
 from contextos.store.scopes import scope_params, scope_predicate
 from contextos.store.sql import band_case, current_strength
 from pgvector import Vector
@@ -53,7 +54,7 @@ def decode_cursor(cursor: str | None) -> tuple[datetime, UUID] | None:
         raise BadRequest("the cursor is not one this API gave") from exc
 
 
-class ManagementStore:
+class ManagementStore(GraphReads):
     def __init__(self, db: Database, decay: DecaySettings) -> None:
         self.db = db
         self.decay = decay
@@ -385,105 +386,3 @@ class ManagementStore:
         )
         conn.execute("DELETE FROM documents WHERE tenant_id = %s AND id = %s", [tenant_id, document_id])
         return int(items)
-
-    # -- the graph ---------------------------------------------------------------------------
-    def graph_around(
-        self, tenant_id: str, memory_id: UUID, *, hops: int, limit: int, scope: ScopeFilter | None = None
-    ) -> tuple[list[dict], list[dict], bool]:
-        """Live memories within ``hops`` typed edges of one (either direction), nearest first, at most
-        ``limit``; and every edge among them."""
-        strength = current_strength("m")
-        params = {"tenant": tenant_id, "id": memory_id, "hops": hops, "limit": limit + 1} | scope_params(scope)
-        in_scope = scope_predicate("m", scope, self.db.dialect.name)
-        with self.db.tenant_tx(tenant_id) as conn:
-            if not conn.execute(
-                "SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s AND m.forgotten_at IS NULL",
-                params,
-            ).fetchone():
-                raise NotFound(f"memory {memory_id} not found")
-            nodes = conn.execute(
-                f"""WITH RECURSIVE walk(id, hops) AS (
-                        SELECT %(id)s::uuid, 0
-                        UNION
-                        SELECT CASE WHEN r.src_id = w.id THEN r.dst_id ELSE r.src_id END, w.hops + 1
-                        FROM walk w
-                        JOIN relationships r ON r.tenant_id = %(tenant)s AND (r.src_id = w.id OR r.dst_id = w.id)
-                        WHERE w.hops < %(hops)s
-                    ),
-                    nearest AS (SELECT id, min(hops) AS hops FROM walk GROUP BY id)
-                    SELECT m.id, m.label, m.type, m.importance, n.hops, {strength} AS strength,
-                           {band_case(strength, self.decay)} AS band, c.community
-                    FROM nearest n
-                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = n.id
-                    LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                    WHERE m.forgotten_at IS NULL AND m.tier = 'hot'
-                      AND (m.id = %(id)s OR (m.state <> 'archived' AND {in_scope}))
-                    ORDER BY n.hops, m.importance DESC, m.id
-                    LIMIT %(limit)s""",
-                params,
-            ).fetchall()
-            truncated = len(nodes) > limit
-            nodes = nodes[:limit]
-            edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
-        return nodes, edges, truncated
-
-    def tenant_graph(
-        self, tenant_id: str, *, limit: int, scope: ScopeFilter | None = None
-    ) -> tuple[list[dict], list[dict], bool]:
-        """The tenant's ``limit`` most important live memories and the edges among them (the console)."""
-        strength = current_strength("m")
-        params = {"tenant": tenant_id, "limit": limit + 1} | scope_params(scope)
-        with self.db.tenant_tx(tenant_id) as conn:
-            nodes = conn.execute(
-                f"""SELECT m.id, m.label, m.type, m.importance, 0 AS hops, {strength} AS strength,
-                           {band_case(strength, self.decay)} AS band, c.community
-                    FROM memories m
-                    LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
-                      AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}
-                    ORDER BY m.importance DESC, m.access_count DESC, m.id
-                    LIMIT %(limit)s""",
-                params,
-            ).fetchall()
-            truncated = len(nodes) > limit
-            nodes = nodes[:limit]
-            edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
-        return nodes, edges, truncated
-
-    @staticmethod
-    def _edges_among(conn: Any, tenant_id: str, ids: Sequence[UUID]) -> list[dict]:
-        if not ids:
-            return []
-        return conn.execute(
-            """SELECT src_id, dst_id, type, weight FROM relationships
-               WHERE tenant_id = %(tenant)s AND src_id = ANY(%(ids)s) AND dst_id = ANY(%(ids)s)
-               ORDER BY weight DESC, src_id, dst_id""",
-            {"tenant": tenant_id, "ids": list(ids)},
-        ).fetchall()
-
-    # -- supersession chains for include_history ------------------------------------------------
-    def predecessors(self, tenant_id: str, memory_ids: Sequence[UUID]) -> dict[UUID, list[dict]]:
-        """Per memory, the versions it superseded (directly or through others), newest first."""
-        if not memory_ids:
-            return {}
-        rows = self.db.tenant_read(
-            tenant_id,
-            (
-                """WITH RECURSIVE back(head, id, depth) AS (
-                       SELECT h, h, 0 FROM unnest(%(ids)s::uuid[]) AS h
-                       UNION ALL
-                       SELECT b.head, m.id, b.depth + 1 FROM back b
-                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.superseded_by = b.id
-                       WHERE b.depth < 50
-                   )
-                   SELECT b.head, m.id, m.label, m.definition, m.valid_from, m.valid_to, b.depth
-                   FROM back b JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = b.id
-                   WHERE b.depth > 0 AND m.forgotten_at IS NULL AND m.tier = 'hot'
-                   ORDER BY b.head, b.depth""",
-                {"tenant": tenant_id, "ids": list(memory_ids)},
-            ),
-        )
-        out: dict[UUID, list[dict]] = {}
-        for row in rows:
-            out.setdefault(row["head"], []).append(row)
-        return out

@@ -6,10 +6,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import NoReturn
+from typing import Any, NoReturn
 from uuid import UUID
 
 from contextos.config import Settings
@@ -293,7 +293,7 @@ class GovernanceService:
         return [self.verify(t) for t in (tenant_ids or self.governance.audit_tenants())]
 
 
-def canonical_entry(row: dict) -> str:
+def canonical_entry(row: Mapping[str, Any]) -> str:
     """The text migration 0011's ``audit_log_canonical`` hashes, rebuilt from stored columns."""
     at: datetime = row["at"]
     micros = (at - _EPOCH) // timedelta(microseconds=1)
@@ -312,5 +312,5 @@ def canonical_entry(row: dict) -> str:
     return "|".join("~" if f is None else f"{len(f.encode('utf-8'))}:{f}" for f in fields)
 
 
-def entry_hash(row: dict) -> str:
+def entry_hash(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_entry(row).encode("utf-8")).hexdigest()

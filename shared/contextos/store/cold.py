@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from contextos.config import DecaySettings, LifecycleSettings
@@ -15,7 +14,7 @@ from contextos.errors import BadRequest
 from contextos.lsh import sketch
 from contextos.scopes import ScopeFilter
 from contextos.store.bands import delete_bands, insert_bands
-from contextos.store.db import Database
+from contextos.store.db import Conn, Database
 from contextos.store.dialect import Dialect
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
@@ -41,7 +40,7 @@ class ArchiveClaim:
 
     tenant_id: str
     records: list[ArchiveRecord]
-    conn: Any
+    conn: Conn
     last_id: UUID | None
     dialect: Dialect
 
@@ -110,7 +109,7 @@ class ColdClaim:
     object_key: str
     byte_start: int
     byte_end: int
-    conn: Any
+    conn: Conn
 
 
 class ColdStore:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 from contextos.errors import NotFound
@@ -18,6 +17,17 @@ from contextos.scopes import Scope
 from contextos.store.audit import write_audit
 from contextos.store.contradictions import insert_subject_terms
 from contextos.store.db import Conn, Database
+from contextos.store.rows import (
+    AuditEntry,
+    AuditEvent,
+    ChainHead,
+    DecidedReview,
+    ReviewRow,
+    UnchainedRow,
+    VersionRow,
+    row_of,
+    rows_of,
+)
 from psycopg.types.json import Jsonb
 
 __all__ = ["GovernanceStore", "insert_subject_terms", "write_audit"]
@@ -97,9 +107,9 @@ class GovernanceStore:
 
     def review_page(
         self, tenant_id: str, *, status: str, after: tuple[datetime, UUID] | None, limit: int
-    ) -> list[dict]:
+    ) -> list[ReviewRow]:
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            rows = conn.execute(
                 """SELECT id, candidate, provenance, trust, reason, document_id, session_id, status, decided_by,
                           decided_at, decision_reason, created_at
                    FROM review_queue
@@ -115,9 +125,12 @@ class GovernanceStore:
                     "limit": limit,
                 },
             ).fetchall()
+        return rows_of(ReviewRow, rows)
 
     @staticmethod
-    def decide(conn: Conn, tenant_id: str, review_id: UUID, *, status: str, actor: str, reason: str) -> dict | None:
+    def decide(
+        conn: Conn, tenant_id: str, review_id: UUID, *, status: str, actor: str, reason: str
+    ) -> DecidedReview | None:
         """Move a pending item to promoted or rejected; None when it is not pending (or not there)."""
         row = conn.execute(
             """UPDATE review_queue SET status = %s, decided_by = %s, decided_at = now(), decision_reason = %s
@@ -138,11 +151,11 @@ class GovernanceStore:
                     }
                 ],
             )
-        return row
+        return row_of(DecidedReview, row)
 
     def decide_alone(
         self, tenant_id: str, review_id: UUID, *, status: str, actor: str, reason: str
-    ) -> dict[str, Any] | None:
+    ) -> DecidedReview | None:
         """``decide`` in a transaction of its own (a rejection: nothing else changes)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return self.decide(conn, tenant_id, review_id, status=status, actor=actor, reason=reason)
@@ -157,7 +170,7 @@ class GovernanceStore:
         return row["status"]
 
     # -- history ---------------------------------------------------------------------------
-    def history(self, tenant_id: str, memory_id: UUID) -> tuple[list[dict], list[dict]]:
+    def history(self, tenant_id: str, memory_id: UUID) -> tuple[list[VersionRow], list[AuditEvent]]:
         """The supersession chain through a memory (predecessors and successors), oldest first, and
         every audit entry about any version in it."""
         with self.db.tenant_tx(tenant_id) as conn:
@@ -194,13 +207,13 @@ class GovernanceStore:
                    ORDER BY chain_seq""",
                 [tenant_id, [v["id"] for v in versions], [str(v["id"]) for v in versions]],
             ).fetchall()
-        return versions, events
+        return rows_of(VersionRow, versions), rows_of(AuditEvent, events)
 
     # -- the audit chain -------------------------------------------------------------------
-    def audit_page(self, tenant_id: str, *, after: int, limit: int, memory_id: UUID | None = None) -> list[dict]:
+    def audit_page(self, tenant_id: str, *, after: int, limit: int, memory_id: UUID | None = None) -> list[AuditEntry]:
         """Entries in chain order after ``after`` (keyset), with the columns the hash covers."""
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            rows = conn.execute(
                 """SELECT tenant_id, seq, chain_seq, id, at, actor, action, memory_id, reason, details,
                           details::text AS details_text, prev_hash, hash
                    FROM audit_log
@@ -210,19 +223,22 @@ class GovernanceStore:
                    LIMIT %(limit)s""",
                 {"tenant": tenant_id, "after": after, "limit": limit, "memory": memory_id},
             ).fetchall()
+        return rows_of(AuditEntry, rows)
 
-    def unchained(self, tenant_id: str) -> list[dict]:
+    def unchained(self, tenant_id: str) -> list[UnchainedRow]:
         """Rows that carry no place in the chain (written around the trigger)."""
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            rows = conn.execute(
                 "SELECT seq, id FROM audit_log WHERE tenant_id = %s AND chain_seq IS NULL ORDER BY seq", [tenant_id]
             ).fetchall()
+        return rows_of(UnchainedRow, rows)
 
-    def audit_head(self, tenant_id: str) -> dict | None:
+    def audit_head(self, tenant_id: str) -> ChainHead | None:
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            head = conn.execute(
                 "SELECT chain_seq, hash FROM audit_chain_heads WHERE tenant_id = %s", [tenant_id]
             ).fetchone()
+        return row_of(ChainHead, head)
 
     def audit_tenants(self) -> list[str]:
         """Every tenant (the tenants table has no row-level security)."""

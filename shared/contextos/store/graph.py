@@ -2,13 +2,12 @@
 bounded, tenant-scoped reads of memories and the edges among them."""
 
 from collections.abc import Sequence
-from typing import Any
 from uuid import UUID
 
 from contextos.config import DecaySettings
 from contextos.errors import NotFound
 from contextos.scopes import ScopeFilter
-from contextos.store.db import Database
+from contextos.store.db import Conn, Database
 from contextos.store.scopes import scope_params, scope_predicate
 from contextos.store.sql import band_case, current_strength
 
@@ -84,7 +83,7 @@ class GraphReads:
         return nodes, edges, truncated
 
     @staticmethod
-    def _edges_among(conn: Any, tenant_id: str, ids: Sequence[UUID]) -> list[dict]:
+    def _edges_among(conn: Conn, tenant_id: str, ids: Sequence[UUID]) -> list[dict]:
         if not ids:
             return []
         return conn.execute(

@@ -23,7 +23,7 @@ from contextos.errors import BadRequest, NotFound
 from contextos.lsh import sketch
 from contextos.management_models import DocumentListQuery, MemoryListQuery
 from contextos.store.bands import delete_bands, insert_bands, keys_literal
-from contextos.store.db import Database
+from contextos.store.db import Conn, Database, one
 from contextos.store.governance import write_audit
 from contextos.store.graph import GraphReads
 from contextos.store.scopes import scope_params, scope_predicate
@@ -128,7 +128,7 @@ class ManagementStore(GraphReads):
 
     # -- reading one for a change ------------------------------------------------------------
     @staticmethod
-    def lock_memory(conn: Any, tenant_id: str, memory_id: UUID) -> dict:
+    def lock_memory(conn: Conn, tenant_id: str, memory_id: UUID) -> dict:
         """The memory's row (and its vector), locked for this transaction; 404 once forgotten."""
         row = conn.execute(
             """SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.tags, m.metadata,
@@ -145,7 +145,7 @@ class ManagementStore(GraphReads):
         return row
 
     @staticmethod
-    def key_taken(conn: Any, tenant_id: str, norm_key: str, memory_id: UUID) -> bool:
+    def key_taken(conn: Conn, tenant_id: str, norm_key: str, memory_id: UUID) -> bool:
         return (
             conn.execute(
                 "SELECT 1 FROM memories WHERE tenant_id = %s AND norm_key = %s AND state = 'active' AND id <> %s",
@@ -157,7 +157,7 @@ class ManagementStore(GraphReads):
     # -- editing -----------------------------------------------------------------------------
     def apply_edit(
         self,
-        conn: Any,
+        conn: Conn,
         tenant_id: str,
         row: dict,
         changes: dict[str, Any],
@@ -198,11 +198,13 @@ class ManagementStore(GraphReads):
             params["metadata"] = Jsonb(params["metadata"])
         sets += ["norm_key = %(norm_key)s", "initials = %(initials)s", "acronyms = %(acronyms)s"]
         params |= {"norm_key": norm_key, "initials": initials, "acronyms": list(acronyms)}
-        version = conn.execute(
-            f"""UPDATE memories SET {", ".join(sets)}, version = version + 1, updated_at = now()
-                WHERE tenant_id = %(tenant)s AND id = %(id)s RETURNING version""",
-            params | {"tenant": tenant_id, "id": row["id"]},
-        ).fetchone()["version"]
+        version = one(
+            conn.execute(
+                f"""UPDATE memories SET {", ".join(sets)}, version = version + 1, updated_at = now()
+                    WHERE tenant_id = %(tenant)s AND id = %(id)s RETURNING version""",
+                params | {"tenant": tenant_id, "id": row["id"]},
+            ).fetchone()
+        )["version"]
         if embedding is not None and row["embedding"] is not None:
             lsh = sketch(np.asarray([embedding], dtype=np.float32))
             delete_bands(conn, self.db.dialect, tenant_id, [row["id"]])
@@ -241,7 +243,7 @@ class ManagementStore(GraphReads):
         return version
 
     # -- forgetting and restoring -------------------------------------------------------------
-    def forget_hot(self, conn: Any, tenant_id: str, row: dict, *, actor: str, reason: str | None) -> None:
+    def forget_hot(self, conn: Conn, tenant_id: str, row: dict, *, actor: str, reason: str | None) -> None:
         """Out of every read, restorable: archived state, unsearchable vector, no LSH bands."""
         delete_bands(conn, self.db.dialect, tenant_id, [row["id"]])
         conn.execute(
@@ -261,7 +263,7 @@ class ManagementStore(GraphReads):
         write_audit(conn, tenant_id, [{"actor": actor, "action": "deleted", "memory_id": row["id"], "reason": reason}])
 
     def restore(
-        self, conn: Any, tenant_id: str, row: dict, *, state: str, norm_key: str, actor: str, undo: str
+        self, conn: Conn, tenant_id: str, row: dict, *, state: str, norm_key: str, actor: str, undo: str
     ) -> None:
         """Back to ``state`` under ``norm_key``: searchable again when active, bands rebuilt, audited."""
         conn.execute(
@@ -295,16 +297,18 @@ class ManagementStore(GraphReads):
             conn, tenant_id, [{"actor": actor, "action": "restored", "memory_id": row["id"], "details": details}]
         )
 
-    def delete_memories(self, conn: Any, tenant_id: str, ids: Sequence[UUID], *, actor: str, reason: str) -> None:
+    def delete_memories(self, conn: Conn, tenant_id: str, ids: Sequence[UUID], *, actor: str, reason: str) -> None:
         """Remove memories outright (their vectors, bands, items, edges and revisions with them)."""
         if not ids:
             return
         delete_bands(conn, self.db.dialect, tenant_id, ids)
-        active = conn.execute(
-            """SELECT count(*) AS n FROM memories
-               WHERE tenant_id = %s AND id = ANY(%s) AND state = 'active' AND tier = 'hot'""",
-            [tenant_id, list(ids)],
-        ).fetchone()["n"]
+        active = one(
+            conn.execute(
+                """SELECT count(*) AS n FROM memories
+                   WHERE tenant_id = %s AND id = ANY(%s) AND state = 'active' AND tier = 'hot'""",
+                [tenant_id, list(ids)],
+            ).fetchone()
+        )["n"]
         conn.execute("DELETE FROM memories WHERE tenant_id = %s AND id = ANY(%s)", [tenant_id, list(ids)])
         if active:
             conn.execute(
@@ -317,7 +321,7 @@ class ManagementStore(GraphReads):
 
     # -- documents ---------------------------------------------------------------------------
     @staticmethod
-    def lock_document(conn: Any, tenant_id: str, document_id: UUID) -> dict:
+    def lock_document(conn: Conn, tenant_id: str, document_id: UUID) -> dict:
         row = conn.execute(
             """SELECT id, status, raw_s3_key, source_s3_key, upload_s3_key FROM documents
                WHERE tenant_id = %s AND id = %s FOR UPDATE""",
@@ -328,7 +332,7 @@ class ManagementStore(GraphReads):
         return row
 
     @staticmethod
-    def document_memories(conn: Any, tenant_id: str, document_id: UUID) -> dict[str, list[UUID]]:
+    def document_memories(conn: Conn, tenant_id: str, document_id: UUID) -> dict[str, list[UUID]]:
         """The hot memories a document taught: ``sole`` (no other source) and ``shared``; and the cold
         ones its admissions touched (their occurrences live in their cold objects)."""
         rows = conn.execute(
@@ -356,14 +360,16 @@ class ManagementStore(GraphReads):
         }
 
     @staticmethod
-    def delete_document(conn: Any, tenant_id: str, document_id: UUID, shared: Sequence[UUID]) -> int:
+    def delete_document(conn: Conn, tenant_id: str, document_id: UUID, shared: Sequence[UUID]) -> int:
         """Delete the document (its raw text, its occurrences by cascade, its held candidates). A memory
         that keeps other sources and whose definition came from this document takes the best remaining
         occurrence's definition instead. Returns the occurrences removed."""
-        items = conn.execute(
-            "SELECT count(*) AS n FROM memory_items WHERE tenant_id = %s AND document_id = %s",
-            [tenant_id, document_id],
-        ).fetchone()["n"]
+        items = one(
+            conn.execute(
+                "SELECT count(*) AS n FROM memory_items WHERE tenant_id = %s AND document_id = %s",
+                [tenant_id, document_id],
+            ).fetchone()
+        )["n"]
         if shared:
             conn.execute(
                 """UPDATE memories m SET definition = best.definition, updated_at = now()

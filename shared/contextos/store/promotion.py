@@ -4,7 +4,6 @@ so the decision, its audit row and the memory land together (or not at all)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from contextos.models import MemoryCandidate
@@ -12,6 +11,7 @@ from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.db import Conn
 from contextos.store.governance import GovernanceStore
+from contextos.store.rows import DecidedReview
 from contextos.store.scopes import source_scope
 
 
@@ -44,7 +44,7 @@ def decide_promotion(conn: Conn, tenant_id: str, promotion: Promotion) -> Promot
     return Promoted(candidate, _origin(row, candidate), _held_scope(conn, tenant_id, row))
 
 
-def _origin(row: dict[str, Any], candidate: MemoryCandidate) -> ConceptSource | None:
+def _origin(row: DecidedReview, candidate: MemoryCandidate) -> ConceptSource | None:
     """Where a held candidate came from, so its promoted memory's items point there."""
     messages = row["candidate"].get("messages")
     if row["document_id"]:
@@ -59,7 +59,7 @@ def _origin(row: dict[str, Any], candidate: MemoryCandidate) -> ConceptSource | 
     return None
 
 
-def _held_scope(conn: Conn, tenant_id: str, row: dict[str, Any]) -> Scope:
+def _held_scope(conn: Conn, tenant_id: str, row: DecidedReview) -> Scope:
     """The scope of what a held candidate came from (S11): a manual write's own, else its
     document's or session's; its promoted memory keeps it."""
     kept = row["candidate"].get("scope")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypedDict, TypeVar, cast
+from typing import Any, Literal, TypedDict, TypeVar, cast
 from uuid import UUID
 
 from psycopg.rows import DictRow
@@ -141,3 +141,85 @@ class MemoryDetail(TypedDict):
     tags: list[str]
     metadata: dict[str, Any]
     version: int
+
+
+# -- governance --------------------------------------------------------------------------------
+class ReviewRow(TypedDict):
+    """A review queue item (``candidate``: the held candidate as stored, with its signals)."""
+
+    id: UUID
+    candidate: dict[str, Any]
+    provenance: str
+    trust: float
+    reason: str
+    document_id: UUID | None
+    session_id: str | None
+    status: Literal["pending", "promoted", "rejected"]
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_reason: str | None
+    created_at: datetime
+
+
+class DecidedReview(TypedDict):
+    id: UUID
+    candidate: dict[str, Any]
+    provenance: str
+    trust: float
+    document_id: UUID | None
+    session_id: str | None
+
+
+class VersionRow(TypedDict):
+    """One version in a supersession chain."""
+
+    id: UUID
+    label: str
+    definition: str
+    state: str
+    provenance: str
+    base_trust: float
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    superseded_at: datetime | None
+    superseded_by: UUID | None
+    ingest_seq: int
+
+
+class AuditEvent(TypedDict):
+    chain_seq: int | None
+    at: datetime
+    actor: str
+    action: str
+    memory_id: UUID | None
+    reason: str | None
+    details: dict[str, Any]
+
+
+class AuditEntry(TypedDict):
+    """An audit row with the columns its hash covers (``details_text``: the details as hashed)."""
+
+    tenant_id: str
+    seq: int
+    chain_seq: int  # a page starts after a place in the chain: unchained rows are not on it
+    id: UUID
+    at: datetime
+    actor: str
+    action: str
+    memory_id: UUID | None
+    reason: str | None
+    details: dict[str, Any]
+    details_text: str
+    prev_hash: str
+    hash: str
+
+
+class UnchainedRow(TypedDict):
+    seq: int
+    id: UUID
+
+
+class ChainHead(TypedDict):
+    chain_seq: int
+    hash: str

@@ -33,7 +33,7 @@ from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.admission_writes import AdmissionWrites, admission_audit
 from contextos.store.audit import write_audit
-from contextos.store.batch import StatementBatch
+from contextos.store.batch import StatementBatch, Writes
 from contextos.store.contradictions import close_superseded, insert_subject_terms, link
 from contextos.store.db import Conn, Database
 from contextos.store.governance import GovernanceStore
@@ -151,7 +151,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         return row is not None and row["status"] == "done"
 
     @staticmethod
-    def _finish_source(conn: Conn, tenant_id: str, source: ConceptSource, counts: dict[str, Any]) -> None:
+    def _finish_source(conn: Writes, tenant_id: str, source: ConceptSource, counts: dict[str, Any]) -> None:
         """The source's own bookkeeping, in the memories' transaction."""
         match source:
             case DocumentSource():

@@ -1,21 +1,15 @@
-"""Writers of memories for tests and benchmarks only: ``add_memories`` stores each candidate as its
-own memory, as given, past the merges and the governance gates (backdated corpora, one memory per
-conversation turn); ``store_document_concepts`` admits a document's candidates through the real
-admission path without the ingestion service. Production admits through
-``contextos.store.admission`` alone."""
+"""A second writer of memories, for tests and benchmarks only: each candidate stored as its own
+memory, as given, past the merges and the governance gates (backdated corpora, one memory per
+conversation turn). Production admits through ``contextos.store.admission`` alone."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
-from contextos.governance_models import HeldCandidate
 from contextos.lsh import sketch
-from contextos.models import MemoryCandidate, Provenance, StoreResult
-from contextos.sources import DocumentSource
-from contextos.store.admission import AdmissionStore
+from contextos.models import MemoryCandidate
 from contextos.store.admission_writes import candidate_columns
 from contextos.store.governance import insert_subject_terms
 from contextos.store.locks import lock_tenant
@@ -111,32 +105,3 @@ def add_memories(
             if store.db.dialect.name == "postgres":
                 insert_subject_terms(conn, tenant_id, ids, [c.norm_key for c in candidates])
     return ids
-
-
-def store_document_concepts(
-    store: AdmissionStore,
-    tenant_id: str,
-    document_id: UUID,
-    candidates: Sequence[MemoryCandidate],
-    *,
-    embedder_id: str,
-    source_type: str,
-    domain: str,
-    counts: dict[str, Any],
-    raw_text: str | None = None,
-    raw_s3_key: str | None = None,
-    held: Sequence[HeldCandidate] = (),
-    actor: str = "ingest",
-) -> StoreResult:
-    """``store_concepts`` for a document given by id (the provenance lives on each candidate): the
-    admission path, gates included, without the ingestion service around it."""
-    source = DocumentSource(
-        document_id=document_id,
-        provenance=candidates[0].provenance if candidates else Provenance.user_upload,
-        source_type=source_type,
-        domain=domain,
-        counts=counts,
-        raw_text=raw_text,
-        raw_s3_key=raw_s3_key,
-    )
-    return store.store_concepts(tenant_id, candidates, source, embedder_id=embedder_id, held=held, actor=actor)

@@ -13,8 +13,6 @@ from contextos.decay import decay_rate
 from contextos.lsh import BANDS, sketch
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 
-from tests.memory_writer import store_document_concepts
-
 DIM = 384
 
 
@@ -41,8 +39,8 @@ def store_concepts(store, tenant, cands):
     record, _ = store.create_document(
         tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
     )
-    return store_document_concepts(
-        store, tenant, record.id, cands, embedder_id="test", source_type="text", domain="general", counts={}
+    return store.store_document_concepts(
+        tenant, record.id, cands, embedder_id="test", source_type="text", domain="general", counts={}
     )
 
 

@@ -14,7 +14,6 @@ from contextos import container
 from contextos.lsh import BANDS, sketch
 
 from benchmarks.fixtures import Corpus, bulk_load, corpus, percentile, timed
-from tests.memory_writer import store_document_concepts
 
 pytestmark = pytest.mark.integration
 
@@ -60,8 +59,8 @@ def test_a_near_duplicate_of_a_loaded_memory_merges_into_it(store, tenant):
     record, _ = store.create_document(
         tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
     )
-    result = store_document_concepts(
-        store, tenant, record.id, [twin], embedder_id="bench", source_type="text", domain="general", counts={}
+    result = store.store_document_concepts(
+        tenant, record.id, [twin], embedder_id="bench", source_type="text", domain="general", counts={}
     )
     assert result.merged == 1 and result.created == 0
     assert result.memory_ids == [ids[7]]

@@ -7,7 +7,6 @@ from contextos import container
 
 from tests.helpers import call_api, run_queue
 from tests.integration.test_ingest_pipeline import RUNBOOK
-from tests.memory_writer import store_document_concepts
 
 COOKING = """# Kitchen notes
 
@@ -171,8 +170,7 @@ def test_a_small_tenant_beside_a_large_one_still_gets_k_results(configured, tena
         accepted = container.ingestion().store.create_document(
             owner, content_hash=owner, filename=None, content_type=None, provenance="user_upload", size_bytes=1
         )[0]
-        store_document_concepts(
-            store,
+        store.store_document_concepts(
             owner,
             accepted.id,
             candidates(owner, n),

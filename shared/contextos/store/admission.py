@@ -27,7 +27,7 @@ from contextos.merge_plan import (
     source_texts,
     store_result,
 )
-from contextos.models import MemoryCandidate, StoreResult
+from contextos.models import MemoryCandidate, Provenance, StoreResult
 from contextos.ports import ContradictionGatePort
 from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
@@ -66,6 +66,33 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         self.decay = decay
         self.merge = merge or MergeSettings()
         self.gate = gate  # the S7 contradiction gate; None admits without judging (benchmarks, tests)
+
+    def store_document_concepts(
+        self,
+        tenant_id: str,
+        document_id: UUID,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        embedder_id: str,
+        source_type: str,
+        domain: str,
+        counts: dict[str, Any],
+        raw_text: str | None = None,
+        raw_s3_key: str | None = None,
+        held: Sequence[HeldCandidate] = (),
+        actor: str = "ingest",
+    ) -> StoreResult:
+        """``store_concepts`` for a document (the provenance lives on each candidate)."""
+        source = DocumentSource(
+            document_id=document_id,
+            provenance=candidates[0].provenance if candidates else Provenance.user_upload,
+            source_type=source_type,
+            domain=domain,
+            counts=counts,
+            raw_text=raw_text,
+            raw_s3_key=raw_s3_key,
+        )
+        return self.store_concepts(tenant_id, candidates, source, embedder_id=embedder_id, held=held, actor=actor)
 
     def store_concepts(
         self,

@@ -1,6 +1,6 @@
 """What benchmarks share: a fresh embedded store, a synthetic corpus, one bulk loader, timing.
 
-The bulk loader writes through the store's own writer (``MemoryStore.add_memories``: memories,
+The bulk loader writes through the shared test writer (``tests.memory_writer.add_memories``: memories,
 items, vectors with their LSH band keys and signatures, the band index), so a benchmark's data
 has every column the schema has; a hand-written INSERT would drift from the migrations.
 ``tests/integration/test_bench_fixtures.py`` checks the loaded rows against what the read and

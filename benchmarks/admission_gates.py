@@ -50,11 +50,12 @@ from contextos.judge import JudgePair, Verdict
 from contextos.judge.local import LocalHeuristicJudge
 from contextos.models import ContextRequest, DocumentJob, MemoryCandidate, Provenance
 from contextos.parsing import parse_document
+from contextos.services.contradiction import ContradictionGate
 from contextos.services.governance import GovernanceService, TrustGate
 from contextos.services.ingestion import IngestionService, deduplicate
 from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
-from contextos.store.governance import ContradictionGate, GovernanceStore
+from contextos.store.governance import GovernanceStore
 from contextos.store.repository import MemoryStore
 
 from benchmarks.fixtures import embedded_database

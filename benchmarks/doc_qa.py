@@ -32,10 +32,10 @@ from contextos.config import Settings
 from contextos.models import ContextRequest, DocumentJob
 from contextos.normalization import estimate_tokens
 from contextos.parsing import parse_document
+from contextos.services.contradiction import ContradictionGate
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
-from contextos.store.governance import ContradictionGate
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 

@@ -1,6 +1,6 @@
 """What benchmarks share: a fresh embedded store, a synthetic corpus, one bulk loader, timing.
 
-The bulk loader writes through the store's own writer (``MemoryStore.add_memories``: memories,
+The bulk loader writes through the shared test writer (``tests.memory_writer.add_memories``: memories,
 items, vectors with their LSH band keys and signatures, the band index), so a benchmark's data
 has every column the schema has; a hand-written INSERT would drift from the migrations.
 ``tests/integration/test_bench_fixtures.py`` checks the loaded rows against what the read and
@@ -29,6 +29,8 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
+
+from tests.memory_writer import add_memories
 
 T = TypeVar("T")
 DIM = 384
@@ -134,5 +136,7 @@ def bulk_load(store: MemoryStore, tenant_id: str, data: Corpus, *, batch: int = 
     ids: list[UUID] = []
     for start in range(0, len(data.candidates), batch):
         end = start + batch
-        ids += store.add_memories(tenant_id, data.candidates[start:end], embedder_id=EMBEDDER_ID, at=data.at[start:end])
+        ids += add_memories(
+            store, tenant_id, data.candidates[start:end], embedder_id=EMBEDDER_ID, at=data.at[start:end]
+        )
     return ids

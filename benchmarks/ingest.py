@@ -33,10 +33,10 @@ from contextos.judge.local import LocalHeuristicJudge
 from contextos.lsh import signature_prefix, sketch
 from contextos.models import BASE_TRUST, Concept, DocumentJob, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
+from contextos.services.contradiction import ContradictionGate
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
-from contextos.store.governance import ContradictionGate
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 

@@ -60,6 +60,7 @@ from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 
 from benchmarks.report import write_report
+from tests.memory_writer import add_memories
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo10.json"
 KS = (5, 10, 20)
@@ -235,7 +236,8 @@ def store_conversation(
             )
             for i in idx
         ]
-        ids = store.add_memories(
+        ids = add_memories(
+            store,
             tenant,
             candidates,
             embedder_id="locomo-minilm",
@@ -362,8 +364,9 @@ def stale_distractors(
     update links) and whether each link joins a stale statement to its own update."""
     from contextos.governance_models import MemoryCreate
     from contextos.judge.local import LocalHeuristicJudge
+    from contextos.services.contradiction import ContradictionGate
     from contextos.services.governance import GovernanceService
-    from contextos.store.governance import ContradictionGate, GovernanceStore
+    from contextos.store.governance import GovernanceStore
 
     data = json.loads(STALE.read_text())
     subjects, unrelated = data["subjects"], data["unrelated_old"]

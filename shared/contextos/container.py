@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # each factory imports its implementation: a function loads o
     from contextos.embedding import Embedder
     from contextos.extraction import ConceptExtractor
     from contextos.judge import Judge
+    from contextos.ports import AdmissionPort, DocumentPort, ReadPort, TenantPort
+    from contextos.services.contradiction import ContradictionGate
     from contextos.store.db import Database
     from contextos.store.repository import MemoryStore
 
@@ -41,14 +43,50 @@ def database() -> Database:
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
-    from contextos.store.governance import ContradictionGate
+    """Every aggregate store in one object (tests, benchmarks, tools); services take the ports below."""
     from contextos.store.repository import MemoryStore
+
+    settings = get_settings()
+    return MemoryStore(database(), settings.decay, settings.merge, gate=contradiction_gate())
+
+
+@lru_cache(maxsize=1)
+def contradiction_gate() -> ContradictionGate:
+    from contextos.services.contradiction import ContradictionGate
 
     settings = get_settings()
     cfg = settings.governance
     prejudges = cfg.prejudge if cfg.prejudge is not None else settings.judge == "bedrock"
-    gate = ContradictionGate(judge(), cfg, prejudges=prejudges)
-    return MemoryStore(database(), settings.decay, settings.merge, gate=gate)
+    return ContradictionGate(judge(), cfg, prejudges=prejudges)
+
+
+@lru_cache(maxsize=1)
+def documents() -> DocumentPort:
+    from contextos.store.documents import DocumentStore
+
+    return DocumentStore(database())
+
+
+@lru_cache(maxsize=1)
+def admission_store() -> AdmissionPort:
+    from contextos.store.admission import AdmissionStore
+
+    settings = get_settings()
+    return AdmissionStore(database(), settings.decay, settings.merge, gate=contradiction_gate())
+
+
+@lru_cache(maxsize=1)
+def reads() -> ReadPort:
+    from contextos.store.reads import ReadStore
+
+    return ReadStore(database(), get_settings().decay)
+
+
+@lru_cache(maxsize=1)
+def tenants() -> TenantPort:
+    from contextos.store.tenants import TenantStore
+
+    return TenantStore(database())
 
 
 @lru_cache(maxsize=1)
@@ -157,7 +195,7 @@ def retrieval():  # -> RetrievalService
 
     return RetrievalService(
         settings=get_settings(),
-        store=memory_store(),
+        store=reads(),
         embedder=embedder(),
         recent_turns=conversations().recent_turns,
         cold=cold_storage(),
@@ -168,7 +206,7 @@ def retrieval():  # -> RetrievalService
 def admission():  # -> Admission
     from contextos.services.admission import Admission
 
-    return Admission(settings=get_settings(), store=memory_store(), embedder=embedder())
+    return Admission(settings=get_settings(), store=admission_store(), embedder=embedder())
 
 
 @lru_cache(maxsize=1)
@@ -183,7 +221,7 @@ def conversations():  # -> ConversationService
     return ConversationService(
         settings=settings,
         store=ConversationStore(database()),
-        tenant_ids=memory_store().tenant_ids,
+        tenant_ids=tenants().tenant_ids,
         queue=queue,
         extractor=extractor,
         admission=admission,
@@ -235,7 +273,7 @@ def reports():  # -> ReportService
         settings=settings,
         store=ReportStore(database(), settings.decay, settings.reports),
         judge=judge(),
-        tenant_ids=memory_store().tenant_ids,
+        tenant_ids=tenants().tenant_ids,
     )
 
 
@@ -245,7 +283,7 @@ def governance():  # -> GovernanceService
     from contextos.store.governance import GovernanceStore
 
     return GovernanceService(
-        settings=get_settings(), store=memory_store(), governance=GovernanceStore(database()), embedder=embedder()
+        settings=get_settings(), store=admission_store(), governance=GovernanceStore(database()), embedder=embedder()
     )
 
 
@@ -274,6 +312,11 @@ def reset() -> None:
         governance,
         workspace,
         uploads,
+        contradiction_gate,
+        documents,
+        admission_store,
+        reads,
+        tenants,
     ):
         factory.cache_clear()
     reset_settings()

@@ -16,6 +16,8 @@ from contextos.store.history import HistoricalReads
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params, bm25_call
 
+from tests.memory_writer import add_memories
+
 WORDS = ["zebra", "walrus", "heron", "badger", "otter", "falcon", "lynx", "bison"]
 
 
@@ -23,7 +25,8 @@ def add(tenant: str, texts: list[str]) -> list:
     """Memories whose label and definition are ``texts`` (one fixed vector: only the text matters)."""
     vector = [1.0] + [0.0] * (get_settings().embedding_dimensions - 1)
     rate = decay_rate(5, "fact", get_settings().decay)
-    return container.memory_store().add_memories(
+    return add_memories(
+        container.memory_store(),
         tenant,
         [
             MemoryCandidate(

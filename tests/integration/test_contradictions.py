@@ -13,7 +13,7 @@ from contextos.config import get_settings
 from contextos.governance_models import MemoryCreate
 from contextos.judge.bedrock import BedrockJudge
 from contextos.models import Provenance
-from contextos.store.governance import ContradictionGate
+from contextos.services.contradiction import ContradictionGate
 from contextos.store.repository import MemoryStore
 
 from tests.helpers import call_api

@@ -11,6 +11,7 @@ from contextos.decay import StrengthState, next_transition_at, weibull_scale
 
 from tests.helpers import call_api
 from tests.integration.test_merging import candidates, store_concepts
+from tests.memory_writer import add_memories
 
 D = DecaySettings()
 SPECS = [
@@ -196,7 +197,8 @@ def test_scratch_memories_expire_after_their_ttl(configured, tenant, local_embed
         ("Scratch note new", "A temporary working note the agent wrote a minute ago today.", "scratch"),
         ("Durable old fact", "A fact learned long ago that is not scratch and must stay.", "fact"),
     ]
-    ids = store.add_memories(
+    ids = add_memories(
+        store,
         tenant,
         candidates(local_embedder, specs),
         embedder_id="local",

@@ -13,6 +13,7 @@ from contextos import container
 from tests.helpers import call_api
 from tests.integration.test_cold_storage import forget as decay_to_forgotten
 from tests.integration.test_merging import candidates, new_document
+from tests.memory_writer import add_memories
 
 
 def remember(tenant: str, label: str, definition: str, **extra) -> str:
@@ -240,7 +241,7 @@ def test_a_small_scope_beside_a_large_one_gets_its_k_nearest(configured, tenant,
     """pgvector post-filters ANN rows: the scoped search must still return a small scope's memories."""
     store = container.memory_store()
     many = [(f"Topic {n}", f"Note {n} about deployment pipelines and release trains.", "fact") for n in range(60)]
-    store.add_memories(tenant, candidates(local_embedder, many), embedder_id="local")
+    add_memories(store, tenant, candidates(local_embedder, many), embedder_id="local")
     mine = remember(tenant, "Release note", "Release trains leave every second Tuesday.", user_id="solo")
     assert search_ids(tenant, "deployment pipelines release trains", scope={"user_id": "solo"}) == {mine}
 
@@ -361,7 +362,7 @@ def test_a_scope_too_large_for_the_exact_pass_goes_through_the_widened_ann(
     monkeypatch.setattr(scoped_reads, "SCOPED_EXACT_MAX_ROWS", 5)
     store = container.memory_store()
     specs = [(f"Topic {n}", f"Note {n} about deployment pipelines and release trains.", "fact") for n in range(40)]
-    ids = store.add_memories(tenant, candidates(local_embedder, specs), embedder_id="local")
+    ids = add_memories(store, tenant, candidates(local_embedder, specs), embedder_id="local")
     store.settle_vectors(tenant, limit=20)  # half in the ANN index, half in the fresh segment
     with container.database().tenant_tx(tenant) as conn:
         conn.execute("UPDATE memories SET user_id = 'big' WHERE id = ANY(%s)", [ids[::2]])

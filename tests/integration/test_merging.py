@@ -11,6 +11,8 @@ from contextos.lsh import BANDS
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 
+from tests.memory_writer import add_memories
+
 
 @pytest.fixture
 def store(configured):
@@ -289,7 +291,7 @@ def test_add_memories_stores_each_candidate_as_given_with_its_time_and_session(s
         ],
     )
     said = [datetime.now(UTC) - timedelta(days=3), datetime.now(UTC) - timedelta(days=3, minutes=-1)]
-    ids = store.add_memories(tenant, turns, embedder_id="local", at=said, session_id="conv-1", message_seqs=[1, 2])
+    ids = add_memories(store, tenant, turns, embedder_id="local", at=said, session_id="conv-1", message_seqs=[1, 2])
     assert len(ids) == 2
     with container.database().tenant_tx(tenant) as conn:
         rows = conn.execute(

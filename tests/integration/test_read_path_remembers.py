@@ -14,6 +14,7 @@ from contextos.models import BASE_TRUST, ContextRequest, LifecycleReport, Memory
 from contextos.store.text_search import BM25Params
 
 from tests.helpers import call_api
+from tests.memory_writer import add_memories
 
 DEPLOY = ("Autoscaling", "Kubernetes autoscaling adds pods with the horizontal pod autoscaler when CPU load rises.")
 OTHERS = [
@@ -28,7 +29,8 @@ def add(tenant: str, embedder, specs: list[tuple[str, str]], *, days_ago: float,
     rate = decay_rate(5, kind, get_settings().decay)
     vectors = embedder.embed([f"{label}: {definition}" for label, definition in specs])
     at = datetime.now(UTC) - timedelta(days=days_ago)
-    return store.add_memories(
+    return add_memories(
+        store,
         tenant,
         [
             MemoryCandidate(

@@ -16,6 +16,7 @@ from contextos.local.handlers import invoke
 from contextos.models import BASE_TRUST, ContextRequest, MemoryCandidate, Provenance
 
 from tests.helpers import call_api
+from tests.memory_writer import add_memories
 
 DIM = 384
 
@@ -46,7 +47,7 @@ def add(tenant: str, specs: list[dict]) -> dict[str, uuid.UUID]:
         for s in specs
     ]
     at = [datetime.now(UTC) - timedelta(days=s.get("age_days", 0)) for s in specs]
-    ids = container.memory_store().add_memories(tenant, candidates, embedder_id="local", at=at)
+    ids = add_memories(container.memory_store(), tenant, candidates, embedder_id="local", at=at)
     return {s["label"]: i for s, i in zip(specs, ids, strict=True)}
 
 

@@ -7,6 +7,7 @@ from contextos import container
 
 from tests.helpers import call_api, run_queue
 from tests.integration.test_memory_management import listed, remember
+from tests.memory_writer import add_memories
 
 RUNBOOK = (
     "# Rollback runbook\n\nTo roll back a deployment, run the rollback job in the deploy pipeline; "
@@ -164,7 +165,7 @@ def test_a_small_scope_ranks_its_own_text_matches_however_many_other_users_match
 
     store = container.memory_store()
     crowd = [(f"Invoice run {n}", f"Invoice run number {n} posts invoices at month end.", "fact") for n in range(120)]
-    ids = store.add_memories(tenant, candidates(local_embedder, crowd), embedder_id="local")
+    ids = add_memories(store, tenant, candidates(local_embedder, crowd), embedder_id="local")
     with container.database().tenant_tx(tenant) as conn:
         conn.execute("UPDATE memories SET user_id = 'crowd' WHERE id = ANY(%s)", [ids])
     mine = remember(tenant, "Travel policy", "Invoices for hotels go to the travel desk.", user_id="solo")

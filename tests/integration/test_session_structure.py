@@ -10,6 +10,8 @@ from contextos.models import BASE_TRUST, ContextRequest, MemoryCandidate, Proven
 from contextos.services.retrieval import RetrievalService
 from contextos.store.repository import MemoryStore
 
+from tests.memory_writer import add_memories
+
 TURNS = [
     "Caroline: I went to the LGBTQ support group yesterday.",
     "Melanie: How did it feel?",
@@ -56,30 +58,36 @@ def _edges(tenant: str) -> set[tuple[str, str, float]]:
 
 def test_each_turn_is_linked_to_its_sessions_previous_turn_across_writes(configured, tenant, local_embedder):
     store = _store(0.8)
-    store.add_memories(
-        tenant, _turns(local_embedder, TURNS[:2], 1), embedder_id="t", session_id="s1", message_seqs=[1, 2]
+    add_memories(
+        store, tenant, _turns(local_embedder, TURNS[:2], 1), embedder_id="t", session_id="s1", message_seqs=[1, 2]
     )
     # A later write of the same session links its first turn to the last one already stored; another
     # session's turns are not linked to these.
-    store.add_memories(
-        tenant, _turns(local_embedder, TURNS[2:], 3), embedder_id="t", session_id="s1", message_seqs=[3, 4]
+    add_memories(
+        store, tenant, _turns(local_embedder, TURNS[2:], 3), embedder_id="t", session_id="s1", message_seqs=[3, 4]
     )
-    store.add_memories(
-        tenant, _turns(local_embedder, ["Other session."], 9), embedder_id="t", session_id="s2", message_seqs=[1]
+    add_memories(
+        store, tenant, _turns(local_embedder, ["Other session."], 9), embedder_id="t", session_id="s2", message_seqs=[1]
     )
     assert _edges(tenant) == {("D1:1", "D1:2", 0.8), ("D1:2", "D1:3", 0.8), ("D1:3", "D1:4", 0.8)}
 
 
 def test_no_links_at_weight_zero(configured, tenant, local_embedder):
-    _store(0.0).add_memories(
-        tenant, _turns(local_embedder, TURNS, 1), embedder_id="t", session_id="s1", message_seqs=[1, 2, 3, 4]
+    add_memories(
+        _store(0.0),
+        tenant,
+        _turns(local_embedder, TURNS, 1),
+        embedder_id="t",
+        session_id="s1",
+        message_seqs=[1, 2, 3, 4],
     )
     assert _edges(tenant) == set()
 
 
 def test_a_conversation_memory_shows_when_it_was_said(configured, tenant, local_embedder):
     said = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-    _store(0.0).add_memories(
+    add_memories(
+        _store(0.0),
         tenant,
         _turns(local_embedder, TURNS, 1),
         embedder_id="t",

@@ -11,6 +11,7 @@ from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, LifecycleReport, MemoryCandidate, Provenance
 
 from tests.helpers import call_api
+from tests.memory_writer import add_memories
 
 STALE = ("Maria's flat", "Maria lives in Lisbon, in a flat near the river.")
 CURRENT = ("Maria's new city", "Maria moved and now lives in Porto, close to her new office.")
@@ -85,7 +86,8 @@ def test_a_statement_without_a_change_cue_links_nothing(configured, tenant):
 def test_an_update_reaches_a_cold_stub_that_decay_archived(configured, tenant, local_embedder):
     settings = get_settings()
     (vector,) = local_embedder.embed([f"{STALE[0]}: {STALE[1]}"])
-    container.memory_store().add_memories(
+    add_memories(
+        container.memory_store(),
         tenant,
         [
             MemoryCandidate(

@@ -18,10 +18,10 @@ from contextos.embedding import Embedder
 from contextos.extraction.validation import validate
 from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
 from contextos.normalization import norm_key
+from contextos.ports import AdmissionPort
 from contextos.scopes import Scope
 from contextos.services.governance import TrustGate
 from contextos.sources import ConceptSource, DocumentSource
-from contextos.store.repository import MemoryStore
 from contextos.store.scopes import source_scope
 
 
@@ -41,7 +41,7 @@ class AdmissionResult:
 @dataclass
 class Admission:
     settings: Settings
-    store: MemoryStore
+    store: AdmissionPort
     embedder: Embedder
 
     def admit(

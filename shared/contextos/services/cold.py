@@ -26,7 +26,8 @@ from contextos.errors import ContextOSError
 from contextos.faults import crash_point
 from contextos.models import Reactivation
 from contextos.observability import logger, metrics
-from contextos.store.lifecycle import ArchiveRecord, LifecycleStore
+from contextos.store.cold import ArchiveRecord
+from contextos.store.lifecycle import LifecycleStore
 
 
 class ColdBlobs(Protocol):

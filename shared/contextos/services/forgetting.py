@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from contextos.services.cold import pack
-from contextos.store.lifecycle import ArchiveRecord
+from contextos.store.cold import ArchiveRecord
 
 
 class Blobs(Protocol):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
@@ -33,12 +33,9 @@ from contextos.governance_models import (
 from contextos.models import MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.observability import metrics
-from contextos.scopes import Scope
-from contextos.sources import ConceptSource, DocumentSource, SessionSource
+from contextos.ports import AdmissionPort
 from contextos.store.governance import GovernanceStore
-from contextos.store.relationships import outgoing
-from contextos.store.repository import MemoryStore
-from contextos.store.scopes import apply_scope, source_scope
+from contextos.store.promotion import Promotion
 from contextos.trust import candidate_signals, cap_provenance, gate_trust
 
 GENESIS_HASH = "0" * 64
@@ -77,30 +74,6 @@ class TrustGate:
         return admitted, held
 
 
-def _origin(row: dict, candidate: MemoryCandidate) -> ConceptSource | None:
-    """Where a held candidate came from, so its promoted memory's items point there."""
-    messages = row["candidate"].get("messages")
-    if row["document_id"]:
-        return DocumentSource(document_id=row["document_id"], provenance=candidate.provenance)
-    if row["session_id"] and messages:
-        return SessionSource(
-            session_id=row["session_id"],
-            message_from=messages[0],
-            message_to=messages[1],
-            provenance=candidate.provenance,
-        )
-    return None
-
-
-def _held_scope(conn: Any, tenant_id: str, row: dict) -> Scope:
-    """The scope of what a held candidate came from (S11): a manual write's own, else its
-    document's or session's; its promoted memory keeps it."""
-    kept = row["candidate"].get("scope")
-    if kept:
-        return Scope.model_validate(kept)
-    return source_scope(conn, tenant_id, row["document_id"], row["session_id"])
-
-
 def require_user(kind: str) -> None:
     """Review decisions belong to people: an agent's credential is refused."""
     if kind != "user":
@@ -126,7 +99,7 @@ def _uncursor(cursor: str | None, size: int) -> list[str] | None:
 @dataclass
 class GovernanceService:
     settings: Settings
-    store: MemoryStore
+    store: AdmissionPort
     governance: GovernanceStore
     embedder: Embedder
 
@@ -159,19 +132,16 @@ class GovernanceService:
             base_trust=cfg.governance.trust_of(provenance),
         )
         admitted, held = self.trust_gate.split([candidate])
-        prejudged = self.store.prejudge(tenant_id, admitted)
-        with self.store.db.tenant_tx(tenant_id) as conn:
-            if held:
-                review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor, scope=scope)
-                return MemoryAdmission(
-                    status="held", review_id=review_ids[0], provenance=provenance, trust=held[0].trust
-                )
-            result, _ = self.store.admit(
-                conn, tenant_id, admitted, embedder_id=self.embedder.model_id, actor=actor, prejudged=prejudged
+        done = self.store.admit_batch(
+            tenant_id, admitted, None, embedder_id=self.embedder.model_id, held=held, actor=actor, scope=scope
+        )
+        assert done is not None  # only a promotion finds nothing to admit
+        if held:
+            return MemoryAdmission(
+                status="held", review_id=done.review_ids[0], provenance=provenance, trust=held[0].trust
             )
-            memory_id = result.memory_ids[0]
-            apply_scope(conn, tenant_id, [memory_id], scope)
-            links = outgoing(conn, tenant_id, memory_id, ("supersedes", "corroborates"))
+        memory_id = done.result.memory_ids[0]
+        links = self.store.links(tenant_id, memory_id, ("supersedes", "corroborates"))
         self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
         return MemoryAdmission(
             status="admitted",
@@ -222,21 +192,17 @@ class GovernanceService:
         """A user vouches for a held candidate: it then runs the normal admission path (merges and
         the contradiction gate), in the same transaction as the decision and its audit row."""
         require_user(kind)
-        with self.store.db.tenant_tx(tenant_id) as conn:
-            row = GovernanceStore.decide(conn, tenant_id, review_id, status="promoted", actor=actor, reason=reason)
-            if row is None:
-                self._not_pending(tenant_id, review_id)
-            payload = {k: v for k, v in row["candidate"].items() if k in MemoryCandidate.model_fields}
-            candidate = MemoryCandidate.model_validate(payload)
-            result, _ = self.store.admit(
-                conn,
-                tenant_id,
-                [candidate],
-                embedder_id=self.embedder.model_id,
-                source=_origin(row, candidate),
-                actor=actor,
-            )
-            apply_scope(conn, tenant_id, result.memory_ids, _held_scope(conn, tenant_id, row))
+        done = self.store.admit_batch(
+            tenant_id,
+            [],
+            None,
+            embedder_id=self.embedder.model_id,
+            actor=actor,
+            promotion=Promotion(review_id=review_id, actor=actor, reason=reason),
+        )
+        if done is None:
+            self._not_pending(tenant_id, review_id)
+        result = done.result
         self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
         metrics.add_metric(name="CandidatesPromoted", unit="Count", value=1)
         return ReviewOutcome(id=review_id, status="promoted", memory_ids=result.memory_ids, store=result)
@@ -244,10 +210,8 @@ class GovernanceService:
     def reject(self, tenant_id: str, review_id: UUID, *, actor: str, kind: str, reason: str) -> ReviewOutcome:
         """Discard a held candidate for good: it never becomes a memory."""
         require_user(kind)
-        with self.store.db.tenant_tx(tenant_id) as conn:
-            row = GovernanceStore.decide(conn, tenant_id, review_id, status="rejected", actor=actor, reason=reason)
-            if row is None:
-                self._not_pending(tenant_id, review_id)
+        if self.governance.decide_alone(tenant_id, review_id, status="rejected", actor=actor, reason=reason) is None:
+            self._not_pending(tenant_id, review_id)
         metrics.add_metric(name="CandidatesRejected", unit="Count", value=1)
         return ReviewOutcome(id=review_id, status="rejected")
 
@@ -329,7 +293,7 @@ class GovernanceService:
         return [self.verify(t) for t in (tenant_ids or self.governance.audit_tenants())]
 
 
-def canonical_entry(row: dict) -> str:
+def canonical_entry(row: Mapping[str, Any]) -> str:
     """The text migration 0011's ``audit_log_canonical`` hashes, rebuilt from stored columns."""
     at: datetime = row["at"]
     micros = (at - _EPOCH) // timedelta(microseconds=1)
@@ -348,5 +312,5 @@ def canonical_entry(row: dict) -> str:
     return "|".join("~" if f is None else f"{len(f.encode('utf-8'))}:{f}" for f in fields)
 
 
-def entry_hash(row: dict) -> str:
+def entry_hash(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_entry(row).encode("utf-8")).hexdigest()

@@ -32,11 +32,12 @@ from contextos.models import (
 from contextos.normalization import estimate_tokens, norm_key
 from contextos.observability import logger, metrics
 from contextos.parsing import content_hash, pack_sections, parse_document, safe_filename, split_sections
+from contextos.ports import IngestPort
 from contextos.scopes import Scope
 from contextos.services.admission import Admission
 from contextos.sources import DocumentSource
 from contextos.store.document_scopes import scope_document, scope_document_memories
-from contextos.store.repository import MemoryStore
+from contextos.store.rows import ClaimedDocument
 from contextos.tenancy import valid_tenant
 from contextos.workspace.format import has_frontmatter
 
@@ -51,7 +52,7 @@ class BlobStore(Protocol):
 @dataclass
 class IngestionService:
     settings: Settings
-    store: MemoryStore
+    store: IngestPort
     blobs: BlobStore
     queue: JobQueue
     extractor: ConceptExtractor
@@ -192,7 +193,7 @@ class IngestionService:
             ledger,
         )
 
-    def _load(self, claimed: dict) -> bytes:
+    def _load(self, claimed: ClaimedDocument) -> bytes:
         if claimed["raw_text"] is not None:
             return claimed["raw_text"].encode("utf-8")
         if claimed["source_s3_key"]:
@@ -203,7 +204,7 @@ class IngestionService:
             )
         raise PermanentError("the document has no stored content")
 
-    def _run(self, tenant_id: str, document_id: UUID, claimed: dict, data: bytes) -> None:
+    def _run(self, tenant_id: str, document_id: UUID, claimed: ClaimedDocument, data: bytes) -> None:
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
         crash_point("ingest:after_parse")
         extracted, calls = self._extract(parsed.text, parsed.domain)

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from contextos.config import LifecycleSettings
 from contextos.models import LifecycleReport, Reminder, ReminderAcknowledged, ReminderPage
 from contextos.observability import logger, metrics
+from contextos.ports import LifecyclePort
 from contextos.services.cold import ColdStorage
 from contextos.store.lifecycle import LifecycleStore
-from contextos.store.repository import MemoryStore
 
 Progress = Callable[[str, str, int], None]  # (tenant, stage, memories done in that stage)
 
 
 @dataclass
 class LifecycleService:
-    store: MemoryStore
+    store: LifecyclePort
     lifecycle: LifecycleStore
     cold: ColdStorage | None
     settings: LifecycleSettings = field(default_factory=LifecycleSettings)

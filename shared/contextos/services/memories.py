@@ -40,12 +40,12 @@ from contextos.management_models import (
 )
 from contextos.models import DocumentMemories, MemoryDetail, MemorySource, MemorySummary
 from contextos.normalization import acronyms, initials, norm_key
+from contextos.ports import MemoryReadPort
 from contextos.scopes import Scope, ScopeFilter
 from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expunge
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore
-from contextos.store.repository import MemoryStore
 
 
 class MemoryProtected(Forbidden):
@@ -76,7 +76,7 @@ class EditRace(Conflict):
 
 @dataclass
 class MemoryService:
-    store: MemoryStore
+    store: MemoryReadPort
     decay: DecaySettings
     settings: Settings | None = None
     embedder: Embedder | None = None
@@ -91,8 +91,9 @@ class MemoryService:
             raise NotFound(f"memory {memory_id} not found")
         sources = [MemorySource.model_validate(s) for s in self.store.sources_of_memory(tenant_id, memory_id)]
         strength = float(row["strength_now"])
+        columns: dict[str, Any] = {k: v for k, v in row.items() if k not in ("strength", "band")}
         return MemoryDetail(
-            **{k: row[k] for k in MemoryDetail.model_fields if k in row and k not in ("strength", "band")},
+            **{k: v for k, v in columns.items() if k in MemoryDetail.model_fields},
             strength=strength,
             band=band_of(strength, self.decay),
             sources=sources,

@@ -25,12 +25,12 @@ from contextos.models import (
 )
 from contextos.normalization import estimate_tokens
 from contextos.observability import metrics
+from contextos.ports import ReadPort, SearchReads
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scopes import ScopeFilter
 from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence, rank
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads, PoolRequest
-from contextos.store.repository import MemoryStore
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params
 from contextos.trust import composite_trust
@@ -43,7 +43,7 @@ _SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="contextos-sear
 @dataclass
 class RetrievalService:
     settings: Settings
-    store: MemoryStore
+    store: ReadPort
     embedder: Embedder
     # (tenant, session) → the session's last turns, which inform query analysis (S8); read only
     recent_turns: Callable[[str, str], list[str]] | None = None
@@ -174,9 +174,7 @@ class RetrievalService:
             known = ", ".join(sorted(self.settings.retrieval.recipes))
             raise UnknownRecipe(f"unknown scoring recipe {name!r}; configured: {known}") from exc
 
-    def _reads(
-        self, as_of: datetime | None, scope: ScopeFilter | None = None
-    ) -> MemoryStore | HistoricalReads | ScopedReads | ScopedHistoricalReads:
+    def _reads(self, as_of: datetime | None, scope: ScopeFilter | None = None) -> SearchReads:
         """The current store, the same reads within a scope (S11), answered as of a past time (S7), or
         both."""
         cfg = self.settings.retrieval
@@ -194,7 +192,7 @@ class RetrievalService:
         query: str,
         analysis: QueryAnalysis,
         query_vector: list[float],
-        reads: MemoryStore | HistoricalReads | ScopedReads | ScopedHistoricalReads | None = None,
+        reads: SearchReads | None = None,
         *,
         pinned: int = 0,
         with_cold: bool = False,
@@ -521,7 +519,7 @@ def assemble(query: str, memories: list[ScoredMemory], index: list[str], fmt: st
     return "\n".join(lines)
 
 
-def with_history(store: MemoryStore, tenant_id: str, memories: list[ScoredMemory]) -> list[ScoredMemory]:
+def with_history(store: ReadPort, tenant_id: str, memories: list[ScoredMemory]) -> list[ScoredMemory]:
     """``include_history`` (S6): each memory with the versions it superseded, read in one statement."""
     from contextos.store.management import ManagementStore
 

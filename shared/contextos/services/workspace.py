@@ -27,10 +27,11 @@ from contextos.normalization import acronyms, initials, norm_key
 from contextos.observability import logger, metrics
 from contextos.parsing import content_hash as bytes_hash
 from contextos.parsing import safe_filename
+from contextos.ports import WorkspaceStorePort
 from contextos.services.governance import TrustGate
+from contextos.store.contradictions import close_superseded, link
 from contextos.store.governance import GovernanceStore
 from contextos.store.management import ManagementStore
-from contextos.store.repository import MemoryStore
 from contextos.store.workspace import NewItem, NewMemory, WorkspaceStore
 from contextos.trust import cap_provenance
 from contextos.workspace.format import Limits, WorkspaceFileError, content_hash, name_files, parse_file, render_file
@@ -163,7 +164,7 @@ def _id_of(plan: _Plan) -> UUID:
 @dataclass
 class WorkspaceService:
     settings: Settings
-    store: MemoryStore
+    store: WorkspaceStorePort
     workspace: WorkspaceStore
     embedders: Callable[[], Embedder]  # loaded on the first import: an export never needs the model
     submit_document: Callable[[str, DocumentCreate], DocumentAccepted] | None = None
@@ -399,7 +400,7 @@ class WorkspaceService:
                     hot_memories=hot,
                     dialect=self.store.db.dialect.name,
                 )
-                gate_store.close_superseded(conn, tenant_id, outcome)
+                close_superseded(conn, tenant_id, outcome)
             new_rows = [self._new_memory(p, v) for p, v in going]
             items = [item for p, _ in going for item in self._items(p, document_id)]
             self.workspace.insert_memories(
@@ -412,7 +413,7 @@ class WorkspaceService:
                 reason="imported from a workspace file",
             )
             if outcome is not None and gate_store is not None:
-                gate_store.link(conn, tenant_id, outcome, [_id_of(p) for p, _ in live], actor=actor)
+                link(conn, tenant_id, outcome, [_id_of(p) for p, _ in live], actor=actor)
             edges = [
                 (_id_of(p), e.id, e.type, e.weight)
                 for p, _ in going

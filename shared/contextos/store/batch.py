@@ -13,7 +13,9 @@ batch (the caller flushes between dependent ones). Other dialects run the statem
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
+
+from contextos.store.db import Conn
 
 _WRITES = ("INSERT", "UPDATE", "DELETE")
 
@@ -42,3 +44,7 @@ class StatementBatch:
         *heads, (last_sql, _) = parts
         sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({text})\n" for i, (text, _) in enumerate(heads))
         self.conn.execute(sql + last_sql, [p for _, params in parts for p in params])
+
+
+# What a write-only statement runs on: a connection, or a batch standing in for one.
+Writes: TypeAlias = Conn | StatementBatch

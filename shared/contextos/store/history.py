@@ -15,17 +15,11 @@ from datetime import datetime
 from uuid import UUID
 
 from contextos.store.db import Database
+from contextos.store.predicates import believed
+from contextos.store.predicates import live_now as live_now  # re-exported: readers import it from here
 from contextos.store.sql import current_strength
 from contextos.store.text_search import BM25Params, rank_text, search_phrases
 from pgvector import Vector
-
-
-def believed(alias: str) -> str:
-    """The predicate "believed at %(as_of)s" on a memories alias."""
-    return (
-        f"({alias}.tier = 'hot' AND {alias}.state <> 'archived' AND {alias}.recorded_at <= %(as_of)s"
-        f" AND ({alias}.superseded_at IS NULL OR {alias}.superseded_at > %(as_of)s))"
-    )
 
 
 def corroborations(alias: str, as_of: str | None = None) -> str:
@@ -41,11 +35,6 @@ ROW_COLUMNS = (
     "m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load, m.last_accessed_at,"
     " m.provenance, m.base_trust, m.updated_by, m.valid_from"
 )
-
-
-def live_now(alias: str) -> str:
-    """The predicate "in the hot, current store" on a memories alias: what present-time reads see."""
-    return f"({alias}.state = 'active' AND {alias}.tier = 'hot')"
 
 
 def _reach_ctes(as_of: bool, hops: int) -> str:

@@ -4,7 +4,10 @@ hard deletes (a row lock works in both dialects)."""
 from __future__ import annotations
 
 from contextos.store.db import Conn, one
-from contextos.store.repository import LOCK_TENANT_SQL
+
+LOCK_TENANT_SQL = """INSERT INTO tenants (tenant_id) VALUES (%s)
+    ON CONFLICT (tenant_id) DO UPDATE SET hot_memories = tenants.hot_memories
+    RETURNING hot_memories"""
 
 
 def lock_tenant(conn: Conn, tenant_id: str) -> int:

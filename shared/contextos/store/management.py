@@ -1,5 +1,6 @@
 """The management side of the store (S11): list, edit, forget and restore memories; list and forget
-documents; the graph around a memory. Every statement is tenant-scoped and set-based.
+documents (the graph around a memory: ``contextos.store.graph``). Every statement is tenant-scoped
+and set-based.
 
 Forgetting (``forget_hot``) leaves a memory's row in place with state ``archived`` and
 ``forgotten_at`` set: no read of the present or the past admits an archived row, and while the row
@@ -21,10 +22,10 @@ from contextos.config import DecaySettings
 from contextos.errors import BadRequest, NotFound
 from contextos.lsh import sketch
 from contextos.management_models import DocumentListQuery, MemoryListQuery
-from contextos.scopes import ScopeFilter
 from contextos.store.bands import delete_bands, insert_bands, keys_literal
-from contextos.store.db import Database
+from contextos.store.db import Conn, Database, one
 from contextos.store.governance import write_audit
+from contextos.store.graph import GraphReads
 from contextos.store.scopes import scope_params, scope_predicate
 from contextos.store.sql import band_case, current_strength
 from pgvector import Vector
@@ -53,7 +54,7 @@ def decode_cursor(cursor: str | None) -> tuple[datetime, UUID] | None:
         raise BadRequest("the cursor is not one this API gave") from exc
 
 
-class ManagementStore:
+class ManagementStore(GraphReads):
     def __init__(self, db: Database, decay: DecaySettings) -> None:
         self.db = db
         self.decay = decay
@@ -127,7 +128,7 @@ class ManagementStore:
 
     # -- reading one for a change ------------------------------------------------------------
     @staticmethod
-    def lock_memory(conn: Any, tenant_id: str, memory_id: UUID) -> dict:
+    def lock_memory(conn: Conn, tenant_id: str, memory_id: UUID) -> dict:
         """The memory's row (and its vector), locked for this transaction; 404 once forgotten."""
         row = conn.execute(
             """SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.tags, m.metadata,
@@ -144,7 +145,7 @@ class ManagementStore:
         return row
 
     @staticmethod
-    def key_taken(conn: Any, tenant_id: str, norm_key: str, memory_id: UUID) -> bool:
+    def key_taken(conn: Conn, tenant_id: str, norm_key: str, memory_id: UUID) -> bool:
         return (
             conn.execute(
                 "SELECT 1 FROM memories WHERE tenant_id = %s AND norm_key = %s AND state = 'active' AND id <> %s",
@@ -156,7 +157,7 @@ class ManagementStore:
     # -- editing -----------------------------------------------------------------------------
     def apply_edit(
         self,
-        conn: Any,
+        conn: Conn,
         tenant_id: str,
         row: dict,
         changes: dict[str, Any],
@@ -197,11 +198,13 @@ class ManagementStore:
             params["metadata"] = Jsonb(params["metadata"])
         sets += ["norm_key = %(norm_key)s", "initials = %(initials)s", "acronyms = %(acronyms)s"]
         params |= {"norm_key": norm_key, "initials": initials, "acronyms": list(acronyms)}
-        version = conn.execute(
-            f"""UPDATE memories SET {", ".join(sets)}, version = version + 1, updated_at = now()
-                WHERE tenant_id = %(tenant)s AND id = %(id)s RETURNING version""",
-            params | {"tenant": tenant_id, "id": row["id"]},
-        ).fetchone()["version"]
+        version = one(
+            conn.execute(
+                f"""UPDATE memories SET {", ".join(sets)}, version = version + 1, updated_at = now()
+                    WHERE tenant_id = %(tenant)s AND id = %(id)s RETURNING version""",
+                params | {"tenant": tenant_id, "id": row["id"]},
+            ).fetchone()
+        )["version"]
         if embedding is not None and row["embedding"] is not None:
             lsh = sketch(np.asarray([embedding], dtype=np.float32))
             delete_bands(conn, self.db.dialect, tenant_id, [row["id"]])
@@ -240,7 +243,7 @@ class ManagementStore:
         return version
 
     # -- forgetting and restoring -------------------------------------------------------------
-    def forget_hot(self, conn: Any, tenant_id: str, row: dict, *, actor: str, reason: str | None) -> None:
+    def forget_hot(self, conn: Conn, tenant_id: str, row: dict, *, actor: str, reason: str | None) -> None:
         """Out of every read, restorable: archived state, unsearchable vector, no LSH bands."""
         delete_bands(conn, self.db.dialect, tenant_id, [row["id"]])
         conn.execute(
@@ -260,7 +263,7 @@ class ManagementStore:
         write_audit(conn, tenant_id, [{"actor": actor, "action": "deleted", "memory_id": row["id"], "reason": reason}])
 
     def restore(
-        self, conn: Any, tenant_id: str, row: dict, *, state: str, norm_key: str, actor: str, undo: str
+        self, conn: Conn, tenant_id: str, row: dict, *, state: str, norm_key: str, actor: str, undo: str
     ) -> None:
         """Back to ``state`` under ``norm_key``: searchable again when active, bands rebuilt, audited."""
         conn.execute(
@@ -294,16 +297,18 @@ class ManagementStore:
             conn, tenant_id, [{"actor": actor, "action": "restored", "memory_id": row["id"], "details": details}]
         )
 
-    def delete_memories(self, conn: Any, tenant_id: str, ids: Sequence[UUID], *, actor: str, reason: str) -> None:
+    def delete_memories(self, conn: Conn, tenant_id: str, ids: Sequence[UUID], *, actor: str, reason: str) -> None:
         """Remove memories outright (their vectors, bands, items, edges and revisions with them)."""
         if not ids:
             return
         delete_bands(conn, self.db.dialect, tenant_id, ids)
-        active = conn.execute(
-            """SELECT count(*) AS n FROM memories
-               WHERE tenant_id = %s AND id = ANY(%s) AND state = 'active' AND tier = 'hot'""",
-            [tenant_id, list(ids)],
-        ).fetchone()["n"]
+        active = one(
+            conn.execute(
+                """SELECT count(*) AS n FROM memories
+                   WHERE tenant_id = %s AND id = ANY(%s) AND state = 'active' AND tier = 'hot'""",
+                [tenant_id, list(ids)],
+            ).fetchone()
+        )["n"]
         conn.execute("DELETE FROM memories WHERE tenant_id = %s AND id = ANY(%s)", [tenant_id, list(ids)])
         if active:
             conn.execute(
@@ -316,7 +321,7 @@ class ManagementStore:
 
     # -- documents ---------------------------------------------------------------------------
     @staticmethod
-    def lock_document(conn: Any, tenant_id: str, document_id: UUID) -> dict:
+    def lock_document(conn: Conn, tenant_id: str, document_id: UUID) -> dict:
         row = conn.execute(
             """SELECT id, status, raw_s3_key, source_s3_key, upload_s3_key FROM documents
                WHERE tenant_id = %s AND id = %s FOR UPDATE""",
@@ -327,7 +332,7 @@ class ManagementStore:
         return row
 
     @staticmethod
-    def document_memories(conn: Any, tenant_id: str, document_id: UUID) -> dict[str, list[UUID]]:
+    def document_memories(conn: Conn, tenant_id: str, document_id: UUID) -> dict[str, list[UUID]]:
         """The hot memories a document taught: ``sole`` (no other source) and ``shared``; and the cold
         ones its admissions touched (their occurrences live in their cold objects)."""
         rows = conn.execute(
@@ -355,14 +360,16 @@ class ManagementStore:
         }
 
     @staticmethod
-    def delete_document(conn: Any, tenant_id: str, document_id: UUID, shared: Sequence[UUID]) -> int:
+    def delete_document(conn: Conn, tenant_id: str, document_id: UUID, shared: Sequence[UUID]) -> int:
         """Delete the document (its raw text, its occurrences by cascade, its held candidates). A memory
         that keeps other sources and whose definition came from this document takes the best remaining
         occurrence's definition instead. Returns the occurrences removed."""
-        items = conn.execute(
-            "SELECT count(*) AS n FROM memory_items WHERE tenant_id = %s AND document_id = %s",
-            [tenant_id, document_id],
-        ).fetchone()["n"]
+        items = one(
+            conn.execute(
+                "SELECT count(*) AS n FROM memory_items WHERE tenant_id = %s AND document_id = %s",
+                [tenant_id, document_id],
+            ).fetchone()
+        )["n"]
         if shared:
             conn.execute(
                 """UPDATE memories m SET definition = best.definition, updated_at = now()
@@ -385,105 +392,3 @@ class ManagementStore:
         )
         conn.execute("DELETE FROM documents WHERE tenant_id = %s AND id = %s", [tenant_id, document_id])
         return int(items)
-
-    # -- the graph ---------------------------------------------------------------------------
-    def graph_around(
-        self, tenant_id: str, memory_id: UUID, *, hops: int, limit: int, scope: ScopeFilter | None = None
-    ) -> tuple[list[dict], list[dict], bool]:
-        """Live memories within ``hops`` typed edges of one (either direction), nearest first, at most
-        ``limit``; and every edge among them."""
-        strength = current_strength("m")
-        params = {"tenant": tenant_id, "id": memory_id, "hops": hops, "limit": limit + 1} | scope_params(scope)
-        in_scope = scope_predicate("m", scope, self.db.dialect.name)
-        with self.db.tenant_tx(tenant_id) as conn:
-            if not conn.execute(
-                "SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s AND m.forgotten_at IS NULL",
-                params,
-            ).fetchone():
-                raise NotFound(f"memory {memory_id} not found")
-            nodes = conn.execute(
-                f"""WITH RECURSIVE walk(id, hops) AS (
-                        SELECT %(id)s::uuid, 0
-                        UNION
-                        SELECT CASE WHEN r.src_id = w.id THEN r.dst_id ELSE r.src_id END, w.hops + 1
-                        FROM walk w
-                        JOIN relationships r ON r.tenant_id = %(tenant)s AND (r.src_id = w.id OR r.dst_id = w.id)
-                        WHERE w.hops < %(hops)s
-                    ),
-                    nearest AS (SELECT id, min(hops) AS hops FROM walk GROUP BY id)
-                    SELECT m.id, m.label, m.type, m.importance, n.hops, {strength} AS strength,
-                           {band_case(strength, self.decay)} AS band, c.community
-                    FROM nearest n
-                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = n.id
-                    LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                    WHERE m.forgotten_at IS NULL AND m.tier = 'hot'
-                      AND (m.id = %(id)s OR (m.state <> 'archived' AND {in_scope}))
-                    ORDER BY n.hops, m.importance DESC, m.id
-                    LIMIT %(limit)s""",
-                params,
-            ).fetchall()
-            truncated = len(nodes) > limit
-            nodes = nodes[:limit]
-            edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
-        return nodes, edges, truncated
-
-    def tenant_graph(
-        self, tenant_id: str, *, limit: int, scope: ScopeFilter | None = None
-    ) -> tuple[list[dict], list[dict], bool]:
-        """The tenant's ``limit`` most important live memories and the edges among them (the console)."""
-        strength = current_strength("m")
-        params = {"tenant": tenant_id, "limit": limit + 1} | scope_params(scope)
-        with self.db.tenant_tx(tenant_id) as conn:
-            nodes = conn.execute(
-                f"""SELECT m.id, m.label, m.type, m.importance, 0 AS hops, {strength} AS strength,
-                           {band_case(strength, self.decay)} AS band, c.community
-                    FROM memories m
-                    LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
-                      AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}
-                    ORDER BY m.importance DESC, m.access_count DESC, m.id
-                    LIMIT %(limit)s""",
-                params,
-            ).fetchall()
-            truncated = len(nodes) > limit
-            nodes = nodes[:limit]
-            edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
-        return nodes, edges, truncated
-
-    @staticmethod
-    def _edges_among(conn: Any, tenant_id: str, ids: Sequence[UUID]) -> list[dict]:
-        if not ids:
-            return []
-        return conn.execute(
-            """SELECT src_id, dst_id, type, weight FROM relationships
-               WHERE tenant_id = %(tenant)s AND src_id = ANY(%(ids)s) AND dst_id = ANY(%(ids)s)
-               ORDER BY weight DESC, src_id, dst_id""",
-            {"tenant": tenant_id, "ids": list(ids)},
-        ).fetchall()
-
-    # -- supersession chains for include_history ------------------------------------------------
-    def predecessors(self, tenant_id: str, memory_ids: Sequence[UUID]) -> dict[UUID, list[dict]]:
-        """Per memory, the versions it superseded (directly or through others), newest first."""
-        if not memory_ids:
-            return {}
-        rows = self.db.tenant_read(
-            tenant_id,
-            (
-                """WITH RECURSIVE back(head, id, depth) AS (
-                       SELECT h, h, 0 FROM unnest(%(ids)s::uuid[]) AS h
-                       UNION ALL
-                       SELECT b.head, m.id, b.depth + 1 FROM back b
-                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.superseded_by = b.id
-                       WHERE b.depth < 50
-                   )
-                   SELECT b.head, m.id, m.label, m.definition, m.valid_from, m.valid_to, b.depth
-                   FROM back b JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = b.id
-                   WHERE b.depth > 0 AND m.forgotten_at IS NULL AND m.tier = 'hot'
-                   ORDER BY b.head, b.depth""",
-                {"tenant": tenant_id, "ids": list(memory_ids)},
-            ),
-        )
-        out: dict[UUID, list[dict]] = {}
-        for row in rows:
-            out.setdefault(row["head"], []).append(row)
-        return out

@@ -17,7 +17,7 @@ from contextos.lsh import sketch
 from contextos.store.bands import insert_bands, keys_literal
 from contextos.store.db import Database
 from contextos.store.governance import write_audit
-from contextos.store.repository import LOCK_TENANT_SQL
+from contextos.store.locks import LOCK_TENANT_SQL
 from contextos.store.sql import band_case, current_strength, next_transition
 from pgvector import Vector
 from psycopg.types.json import Jsonb

@@ -1,0 +1,206 @@
+"""Merge planning for an admission batch (S4 step 7), as pure functions over the candidates and
+the rows the store's lookups returned: which existing memory each candidate joins and why, the
+override that lets a candidate contradicting its merge target stand alone, one memory row per
+final key, the text each memory gains, the related edges and the counts recorded with the source.
+
+The store runs the lookups and the writes; every decision between them is here, testable
+without a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, TypedDict
+from uuid import UUID
+
+from contextos.models import MemoryCandidate, StoreResult
+from contextos.normalization import acronyms, initials
+from contextos.scopes import key_owner
+
+# An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
+label_initials = lru_cache(maxsize=4096)(initials)
+label_acronyms = lru_cache(maxsize=4096)(lambda label: tuple(acronyms(label)))
+
+
+class LookupRow(TypedDict):
+    """An existing memory the exact-key or acronym lookup found (``exact``: its key is a candidate's)."""
+
+    exact: bool
+    norm_key: str
+    initials: str | None
+    acronyms: list[str] | None
+    importance: int
+    created_at: datetime | None
+
+
+class NearRow(TypedDict):
+    """A near duplicate of candidate ``idx``: an existing memory of its type at ``similarity``."""
+
+    idx: int
+    norm_key: str
+    similarity: float
+
+
+@dataclass
+class MergePlan:
+    """Per candidate index: the existing memory's key it joins and why (``acronym``,
+    ``near_duplicate``); ``final_keys`` is every candidate's key after the merges."""
+
+    candidates: Sequence[MemoryCandidate]
+    merge_into: dict[int, str] = field(default_factory=dict)
+    reasons: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def final_keys(self) -> list[str]:
+        return [self.merge_into.get(i, c.norm_key) for i, c in enumerate(self.candidates)]
+
+    def stand_alone(self, supersedes: Mapping[int, Sequence[UUID]], keys: Mapping[UUID, str]) -> MergePlan:
+        """A candidate that contradicts the memory it would merge into stands alone instead: the
+        plan without those merges. ``supersedes``: candidate index → the memories it supersedes;
+        ``keys``: each judged memory's key."""
+        merge_into, reasons = dict(self.merge_into), dict(self.reasons)
+        final = self.final_keys
+        for i, superseded in supersedes.items():
+            if final[i] != self.candidates[i].norm_key and final[i] in {keys[m] for m in superseded}:
+                merge_into.pop(i, None)
+                reasons.pop(i, None)
+        return MergePlan(self.candidates, merge_into, reasons)
+
+    def merge_counts(self) -> dict[str, int]:
+        """How many candidates merged by each reason."""
+        reasons = list(self.reasons.values())
+        return {reason: reasons.count(reason) for reason in set(reasons)}
+
+
+def order_lookup_rows(rows: Sequence[LookupRow]) -> list[LookupRow]:
+    """Acronym pairs are tried most important first, then oldest (the order of ``merge_targets``)."""
+    return sorted(rows, key=lambda r: (-r["importance"], r["created_at"] is None, r["created_at"] or 0))
+
+
+def nearest_by_candidate(rows: Sequence[NearRow]) -> dict[int, str]:
+    """candidate index → the key of its most similar near duplicate."""
+    found: dict[int, tuple[float, str]] = {}
+    for row in rows:
+        if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
+            found[row["idx"]] = (row["similarity"], row["norm_key"])
+    return {i: key for i, (_, key) in found.items()}
+
+
+def merge_targets(
+    candidates: Sequence[MemoryCandidate], lookup_rows: Sequence[LookupRow], nearest: dict[int, str]
+) -> MergePlan:
+    """For each candidate without an exact key match: the existing memory it should join.
+
+    An acronym pair wins over a near duplicate; the near duplicate (same type, cosine at or
+    above the threshold, ``nearest``) counts only for what is still unmatched.
+    """
+    cand_initials = {i: label_initials(c.label) for i, c in enumerate(candidates)}
+    cand_acronyms = {i: label_acronyms(c.label) for i, c in enumerate(candidates)}
+    existing = {r["norm_key"] for r in lookup_rows if r["exact"]}
+    pairs = [r for r in lookup_rows if not r["exact"]]
+    targets: dict[int, str] = {}
+    reasons: dict[int, str] = {}
+    open_idx = [i for i, c in enumerate(candidates) if c.norm_key not in existing]
+    for i in open_idx:
+        for row in pairs:
+            if (
+                row["norm_key"] != candidates[i].norm_key
+                and key_owner(row["norm_key"]) == key_owner(candidates[i].norm_key)
+                and (
+                    (cand_initials[i] and cand_initials[i] in (row["acronyms"] or []))
+                    or (row["initials"] and row["initials"] in cand_acronyms[i])
+                )
+            ):
+                targets[i], reasons[i] = row["norm_key"], "acronym"
+                break
+    for i in open_idx:
+        if i not in targets and i in nearest:
+            targets[i], reasons[i] = nearest[i], "near_duplicate"
+    return MergePlan(candidates, targets, reasons)
+
+
+def one_per_key(candidates: Sequence[MemoryCandidate], final_keys: list[str]) -> list[tuple[int, MemoryCandidate]]:
+    """Candidates that ended under one key become one memory row: the most important, then longest.
+    Returns (candidate index, the candidate under its final key)."""
+    best: dict[str, tuple[int, MemoryCandidate]] = {}
+    for i, (candidate, key) in enumerate(zip(candidates, final_keys, strict=True)):
+        current = best.get(key)
+        if current is None or (candidate.importance, len(candidate.definition)) > (
+            current[1].importance,
+            len(current[1].definition),
+        ):
+            best[key] = (i, candidate.model_copy(update={"norm_key": key}))
+    return list(best.values())
+
+
+def source_texts(
+    candidates: Sequence[MemoryCandidate], final_keys: list[str], chosen: list[tuple[int, MemoryCandidate]]
+) -> dict[str, str]:
+    """By final key, the text its candidates bring beyond the definition the memory row takes: the
+    other candidates' definitions and everyone's excerpts, each passage once, in order."""
+    row_of = {c.norm_key: i for i, c in chosen}
+    parts: dict[str, list[str]] = {}
+    for i, (candidate, key) in enumerate(zip(candidates, final_keys, strict=True)):
+        mine = parts.setdefault(key, [])
+        pieces = candidate.excerpts if row_of.get(key) == i else [candidate.definition, *candidate.excerpts]
+        mine.extend(p for p in pieces if p and p not in mine and p != candidates[row_of[key]].definition)
+    return {key: "\n".join(texts) for key, texts in parts.items() if texts}
+
+
+def related_pairs(
+    candidates: Sequence[MemoryCandidate], final_keys: Sequence[str], ids: Mapping[str, UUID]
+) -> list[tuple[UUID, UUID]]:
+    """The ``related`` edges the candidates name, between the memories they ended in (by final key),
+    each once, none from a memory to itself."""
+    remap = {c.norm_key: key for c, key in zip(candidates, final_keys, strict=True)}
+    return sorted(
+        {
+            (ids[key], ids[remap.get(r, r)])
+            for c, key in zip(candidates, final_keys, strict=True)
+            for r in c.related_keys
+            if remap.get(r, r) in ids and remap.get(r, r) != key
+        }
+    )
+
+
+def store_result(candidates: Sequence[MemoryCandidate], rows: Sequence[Mapping[str, Any]], edges: int) -> StoreResult:
+    """The admission's result from the upserted rows (``inserted``: created, else merged into)."""
+    created = sum(1 for r in rows if r["inserted"])
+    return StoreResult(
+        created=created,
+        merged=len(candidates) - created,
+        items=len(candidates),
+        edges=edges,
+        memory_ids=[r["id"] for r in rows],
+    )
+
+
+@dataclass(frozen=True)
+class GateCounts:
+    """What the contradiction gate reports into an admission's counts."""
+
+    judged: int = 0
+    judged_under_lock: int = 0
+    judge_failures: int = 0
+    superseded: int = 0
+    corroborated: int = 0
+
+
+def admission_counts(result: StoreResult, plan: MergePlan, held: int, gate: GateCounts) -> dict[str, Any]:
+    """The counts an admission records with its source (a document's, a conversation flush's)."""
+    return {
+        "memories_created": result.created,
+        "memories_merged": result.merged,
+        "merged_by": plan.merge_counts(),
+        "items": result.items,
+        "edges": result.edges,
+        "held_for_review": held,
+        "judged": gate.judged,
+        "judged_under_lock": gate.judged_under_lock,
+        "judge_failures": gate.judge_failures,
+        "superseded": gate.superseded,
+        "corroborated": gate.corroborated,
+    }

@@ -1,0 +1,164 @@
+"""The contradiction gate (S7): each admitted candidate against its nearest active memories, through
+the ``Judge``. The store gives the neighbour pairs (``contextos.store.contradictions``) inside the
+admission transaction, under the tenant lock; this decides the outcome (supersedes, corroborates,
+update links) and the store applies it. Slow judges judge once before the lock (``prejudge``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from contextos.config import GovernanceSettings
+from contextos.errors import PermanentError
+from contextos.judge import Judge
+from contextos.judge.local import reports_a_change, reports_an_update, reports_an_update_of_lexemes
+from contextos.judgements import GateOutcome, Judgement, JudgementCache, JudgePair, Verdict
+from contextos.models import MemoryCandidate
+from contextos.store import contradictions
+from contextos.store.db import Conn, Database
+
+
+def _premise(row: dict) -> str:
+    """The stored statement as the judge sees it (OLDER)."""
+    return f"{row['label']}: {row['definition']}"
+
+
+@dataclass
+class ContradictionGate:
+    """Each admitted candidate against its top-k nearest active memories (S7), through the ``Judge``."""
+
+    judge: Judge
+    settings: GovernanceSettings
+    prejudges: bool = True  # judge outside the lock first (worth it for slow judges only)
+
+    def prejudge(self, db: Database, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache:
+        """Outside the tenant lock: judge each candidate against its neighbours as they are now.
+        Under the lock, ``judge_batch`` then calls the judge only for pairs that appeared or changed
+        meanwhile, so slow judges (Bedrock) do not hold a tenant's admissions up."""
+        if not candidates:
+            return {}
+        with db.tenant_tx(tenant_id) as conn:
+            hot = contradictions.hot_count(conn, tenant_id)
+            if not hot:
+                return {}
+            keys = [c.norm_key for c in candidates]
+            pairs = [
+                (r["idx"], r)
+                for r in contradictions.neighbours(
+                    conn, tenant_id, candidates, keys, hot, db.dialect.name, self.settings
+                )
+                if r["judged"]
+            ]
+        judged = self._judge_pairs(candidates, pairs)
+        return {(idx, row["id"], _premise(row)): verdict for (idx, row), verdict in zip(pairs, judged, strict=True)}
+
+    def judge_batch(
+        self,
+        conn: Conn,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: Sequence[str],
+        *,
+        hot_memories: int,
+        dialect: str = "postgres",
+        cache: JudgementCache | None = None,
+    ) -> GateOutcome:
+        """Judge every candidate against its nearest active memories (and the memory its key would
+        merge into). Runs under the tenant lock, before the upsert, so the batch's own new memories
+        are not compared; pairs judged by ``prejudge`` on the same texts are not asked again."""
+        outcome = GateOutcome(judge_id=getattr(self.judge, "model_id", "unknown"))
+        if not candidates:
+            return outcome
+        cache = cache or {}
+        neighbours = (
+            contradictions.neighbours(conn, tenant_id, candidates, final_keys, hot_memories, dialect, self.settings)
+            if hot_memories
+            else []
+        )
+        pairs = [(row["idx"], row) for row in neighbours if row["judged"]]
+        todo = [p for p in pairs if (p[0], p[1]["id"], _premise(p[1])) not in cache]
+        fresh = dict(zip((id(p) for p in todo), self._judge_pairs(candidates, todo), strict=True))
+        outcome.judged, outcome.judged_under_lock = len(pairs), len(todo)
+        claimed: set[UUID] = set()
+        for pair in pairs:
+            idx, row = pair
+            verdict = fresh.get(id(pair)) or cache[(idx, row["id"], _premise(row))]
+            judgement, failed = verdict
+            outcome.judge_failures += int(failed)
+            memory_id = row["id"]
+            outcome.keys[memory_id] = row["norm_key"]
+            outcome.judgements[(idx, memory_id)] = judgement
+            if judgement.verdict is Verdict.contradiction and memory_id not in claimed:
+                claimed.add(memory_id)  # the first candidate (batch order) to contradict it supersedes it
+                outcome.supersedes.setdefault(idx, []).append(memory_id)
+            elif judgement.verdict is Verdict.entailment and row["norm_key"] != final_keys[idx]:
+                outcome.corroborates.setdefault(idx, []).append(memory_id)  # a merge is corroboration enough
+        if self.settings.update_links:
+            self._link_updates(conn, tenant_id, candidates, final_keys, neighbours, outcome, claimed, dialect)
+        return outcome
+
+    def _link_updates(
+        self,
+        conn: Conn,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: Sequence[str],
+        neighbours: Sequence[dict[str, Any]],
+        outcome: GateOutcome,
+        claimed: set[UUID],
+        dialect: str,
+    ) -> None:
+        """The neighbours (hot, and on PostgreSQL the cold stubs that share two words with it) that a
+        candidate reports a change to without a contradiction verdict (`reports_an_update`)."""
+        for row in neighbours:
+            idx, memory_id = row["idx"], row["id"]
+            judgement = outcome.judgements.get((idx, memory_id))
+            if (
+                memory_id in claimed
+                or row["norm_key"] == final_keys[idx]
+                or (judgement is not None and judgement.verdict is not Verdict.neutral)
+            ):
+                continue
+            if reports_an_update(row["definition"], candidates[idx].definition):
+                claimed.add(memory_id)
+                outcome.updates.setdefault(idx, []).append(memory_id)
+        # Only a candidate that reports a change can update anything: the cold probe asks for those.
+        cued = [i for i, c in enumerate(candidates) if reports_a_change(c.definition)]
+        if dialect != "postgres" or not cued:
+            return
+        for row in contradictions.cold_sharing_words(conn, tenant_id, [candidates[i] for i in cued], self.settings):
+            idx, memory_id = cued[row["idx"]], row["id"]
+            if memory_id in claimed or row["similarity"] < self.settings.update_similarity_floor:
+                continue
+            if reports_an_update_of_lexemes(row["label"], row["lexemes"] or [], candidates[idx].definition):
+                claimed.add(memory_id)
+                outcome.updates.setdefault(idx, []).append(memory_id)
+                outcome.cold_updates.add(memory_id)
+
+    def _judge_pairs(
+        self, candidates: Sequence[MemoryCandidate], pairs: Sequence[tuple[int, dict[str, Any]]]
+    ) -> list[tuple[Judgement, bool]]:
+        """(judgement, failed) per pair, all of them in one ``judge_many`` call (labels as the
+        subjects). An answer the judge got wrong in shape counts as neutral (nothing is superseded
+        on a malformed verdict); an outage (TransientError) propagates, so the queue retries."""
+        if not pairs:
+            return []
+        asked = [
+            JudgePair(
+                premise=_premise(row),
+                hypothesis=f"{candidates[idx].label}: {candidates[idx].definition}",
+                similarity=float(row["similarity"]),
+                premise_subject=row["label"],
+                hypothesis_subject=candidates[idx].label,
+            )
+            for idx, row in pairs
+        ]
+        try:
+            judgements = self.judge.judge_many(asked)
+        except PermanentError:
+            unusable = Judgement(verdict=Verdict.neutral, confidence=0.0, reason="the judge's answer was unusable")
+            return [(unusable, True)] * len(pairs)
+        return [(j, not j.answered) for j in judgements]

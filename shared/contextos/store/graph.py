@@ -1,0 +1,121 @@
+"""The graph around a memory and the tenant's graph (S11's console), and a memory's predecessors:
+bounded, tenant-scoped reads of memories and the edges among them."""
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from contextos.config import DecaySettings
+from contextos.errors import NotFound
+from contextos.scopes import ScopeFilter
+from contextos.store.db import Conn, Database
+from contextos.store.scopes import scope_params, scope_predicate
+from contextos.store.sql import band_case, current_strength
+
+
+class GraphReads:
+    """The graph reads, on the management store (``db``, ``decay``)."""
+
+    db: Database
+    decay: DecaySettings
+
+    # -- the graph ---------------------------------------------------------------------------
+    def graph_around(
+        self, tenant_id: str, memory_id: UUID, *, hops: int, limit: int, scope: ScopeFilter | None = None
+    ) -> tuple[list[dict], list[dict], bool]:
+        """Live memories within ``hops`` typed edges of one (either direction), nearest first, at most
+        ``limit``; and every edge among them."""
+        strength = current_strength("m")
+        params = {"tenant": tenant_id, "id": memory_id, "hops": hops, "limit": limit + 1} | scope_params(scope)
+        in_scope = scope_predicate("m", scope, self.db.dialect.name)
+        with self.db.tenant_tx(tenant_id) as conn:
+            if not conn.execute(
+                "SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s AND m.forgotten_at IS NULL",
+                params,
+            ).fetchone():
+                raise NotFound(f"memory {memory_id} not found")
+            nodes = conn.execute(
+                f"""WITH RECURSIVE walk(id, hops) AS (
+                        SELECT %(id)s::uuid, 0
+                        UNION
+                        SELECT CASE WHEN r.src_id = w.id THEN r.dst_id ELSE r.src_id END, w.hops + 1
+                        FROM walk w
+                        JOIN relationships r ON r.tenant_id = %(tenant)s AND (r.src_id = w.id OR r.dst_id = w.id)
+                        WHERE w.hops < %(hops)s
+                    ),
+                    nearest AS (SELECT id, min(hops) AS hops FROM walk GROUP BY id)
+                    SELECT m.id, m.label, m.type, m.importance, n.hops, {strength} AS strength,
+                           {band_case(strength, self.decay)} AS band, c.community
+                    FROM nearest n
+                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = n.id
+                    LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
+                    WHERE m.forgotten_at IS NULL AND m.tier = 'hot'
+                      AND (m.id = %(id)s OR (m.state <> 'archived' AND {in_scope}))
+                    ORDER BY n.hops, m.importance DESC, m.id
+                    LIMIT %(limit)s""",
+                params,
+            ).fetchall()
+            truncated = len(nodes) > limit
+            nodes = nodes[:limit]
+            edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
+        return nodes, edges, truncated
+
+    def tenant_graph(
+        self, tenant_id: str, *, limit: int, scope: ScopeFilter | None = None
+    ) -> tuple[list[dict], list[dict], bool]:
+        """The tenant's ``limit`` most important live memories and the edges among them (the console)."""
+        strength = current_strength("m")
+        params = {"tenant": tenant_id, "limit": limit + 1} | scope_params(scope)
+        with self.db.tenant_tx(tenant_id) as conn:
+            nodes = conn.execute(
+                f"""SELECT m.id, m.label, m.type, m.importance, 0 AS hops, {strength} AS strength,
+                           {band_case(strength, self.decay)} AS band, c.community
+                    FROM memories m
+                    LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
+                    WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
+                      AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}
+                    ORDER BY m.importance DESC, m.access_count DESC, m.id
+                    LIMIT %(limit)s""",
+                params,
+            ).fetchall()
+            truncated = len(nodes) > limit
+            nodes = nodes[:limit]
+            edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
+        return nodes, edges, truncated
+
+    @staticmethod
+    def _edges_among(conn: Conn, tenant_id: str, ids: Sequence[UUID]) -> list[dict]:
+        if not ids:
+            return []
+        return conn.execute(
+            """SELECT src_id, dst_id, type, weight FROM relationships
+               WHERE tenant_id = %(tenant)s AND src_id = ANY(%(ids)s) AND dst_id = ANY(%(ids)s)
+               ORDER BY weight DESC, src_id, dst_id""",
+            {"tenant": tenant_id, "ids": list(ids)},
+        ).fetchall()
+
+    # -- supersession chains for include_history ------------------------------------------------
+    def predecessors(self, tenant_id: str, memory_ids: Sequence[UUID]) -> dict[UUID, list[dict]]:
+        """Per memory, the versions it superseded (directly or through others), newest first."""
+        if not memory_ids:
+            return {}
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                """WITH RECURSIVE back(head, id, depth) AS (
+                       SELECT h, h, 0 FROM unnest(%(ids)s::uuid[]) AS h
+                       UNION ALL
+                       SELECT b.head, m.id, b.depth + 1 FROM back b
+                       JOIN memories m ON m.tenant_id = %(tenant)s AND m.superseded_by = b.id
+                       WHERE b.depth < 50
+                   )
+                   SELECT b.head, m.id, m.label, m.definition, m.valid_from, m.valid_to, b.depth
+                   FROM back b JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = b.id
+                   WHERE b.depth > 0 AND m.forgotten_at IS NULL AND m.tier = 'hot'
+                   ORDER BY b.head, b.depth""",
+                {"tenant": tenant_id, "ids": list(memory_ids)},
+            ),
+        )
+        out: dict[UUID, list[dict]] = {}
+        for row in rows:
+            out.setdefault(row["head"], []).append(row)
+        return out

@@ -1,0 +1,244 @@
+"""Present-time reads (S6): the searches, the candidate pool, reinforcement of what was injected, and
+a memory's detail and sources.
+
+Each method takes the tenant explicitly and filters on it even though row-level security
+would too: RLS is the second wall, not the first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import cast
+from uuid import UUID
+
+from contextos.config import DecaySettings
+from contextos.errors import NotFound
+from contextos.store.db import Database
+from contextos.store.history import PoolRequest, candidate_pool_sql, graph_walk_sql, walk_params
+from contextos.store.predicates import live_now
+from contextos.store.rows import (
+    MemoryDetail,
+    MemorySourceRow,
+    PhraseHit,
+    PoolRow,
+    SubjectPair,
+    TextHit,
+    VectorHit,
+    WalkRow,
+    rows_of,
+)
+from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
+from contextos.store.text_search import BM25Params, bm25_call, phrases_call, rank_text, search_phrases
+from pgvector import Vector
+
+
+class ReadStore:
+    def __init__(self, db: Database, decay: DecaySettings) -> None:
+        self.db = db
+        self.decay = decay
+        self._scope_sizes: dict[str, tuple[int, float]] = {}  # tenant → (hot memories, read at monotonic s)
+
+    def sources_of_memory(self, tenant_id: str, memory_id: UUID) -> list[MemorySourceRow]:
+        """Every occurrence behind a memory (memory → documents and sessions)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            rows = conn.execute(
+                """SELECT i.document_id, d.filename, i.session_id, i.message_from, i.message_to, i.label, i.definition,
+                          i.importance, i.created_at
+                   FROM memory_items i LEFT JOIN documents d ON d.tenant_id = i.tenant_id AND d.id = i.document_id
+                   WHERE i.tenant_id = %s AND i.memory_id = %s ORDER BY i.created_at""",
+                [tenant_id, memory_id],
+            ).fetchall()
+        return rows_of(MemorySourceRow, rows)
+
+    # -- retrieval -------------------------------------------------------------------------
+    def vector_search(
+        self,
+        tenant_id: str,
+        embedding: Sequence[float],
+        *,
+        k: int,
+        ef_search: int,
+        exact_scan_max_rows: int = 20_000,
+        scope_cache_s: float = 0.0,
+    ) -> list[VectorHit]:
+        """Top-k hot active memories by cosine, as ``(id, vector_sim)``: ANN over the indexed segment,
+        exact over the fresh one (the candidate pool reads the rows).
+
+        pgvector 0.6 filters ANN results after the index scan (FIELD-NOTES): a small tenant
+        beside a large one can get fewer than k rows. A short answer is re-asked exactly.
+        """
+        query = """
+            SELECT memory_id AS id, 1.0 - min(distance) AS vector_sim FROM (
+                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                 FROM memory_vectors v
+                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                 ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
+                UNION ALL
+                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                 FROM memory_vectors v
+                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
+                 ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
+            ) segments
+            GROUP BY memory_id
+            ORDER BY min(distance), memory_id
+            LIMIT %(k)s"""
+        params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
+        exact = self.db.dialect.exact_scan_sql()
+        if exact and self._scope_size(tenant_id, scope_cache_s) <= exact_scan_max_rows:
+            # a small scope: one exact pass beats an ANN pass that may come up short
+            return rows_of(VectorHit, self.db.tenant_read(tenant_id, (exact, None), (query, params)))
+        rows = self.db.tenant_read(
+            tenant_id, (self.db.dialect.search_breadth_sql(max(ef_search, k)), None), (query, params)
+        )
+        if len(rows) < k and exact:
+            rows = self.db.tenant_read(tenant_id, (exact, None), (query, params))
+        return rows_of(VectorHit, rows)
+
+    def _scope_size(self, tenant_id: str, cache_s: float) -> int:
+        """The tenant's hot memories, as read at most ``cache_s`` ago by this process: it only picks
+        exact or ANN search, and a count a few seconds old picks as well as a fresh one."""
+        cached = self._scope_sizes.get(tenant_id)
+        now = time.monotonic()
+        if cached is not None and now - cached[1] < cache_s:
+            return cached[0]
+        rows = self.db.tenant_read(tenant_id, ("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]))
+        size = int(rows[0]["hot_memories"]) if rows else 0
+        self._scope_sizes[tenant_id] = (size, now)
+        return size
+
+    def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[PhraseHit]:
+        """Every key phrase (each followed by its synonyms) over labels and definitions, in one call:
+        rows ``(phrase_no, id, rank, label_match)``, the phrase verbatim first, so an exact rare term
+        always surfaces (S6.2). PostgreSQL runs it through ``contextos_text_search_phrases``
+        (migration 0015), where the GIN index is usable under row-level security."""
+        if self.db.dialect.name == "postgres":
+            return rows_of(PhraseHit, self.db.tenant_read(tenant_id, phrases_call(phrases, k=k, cap=cap)))
+        with self.db.tenant_tx(tenant_id) as conn:
+            return rows_of(PhraseHit, search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap))
+
+    def text_rank(
+        self,
+        tenant_id: str,
+        query: str,
+        extra: Sequence[str],
+        phrases: Sequence[Sequence[str]],
+        *,
+        k: int,
+        cap: int | None,
+        params: BM25Params,
+        with_cold: bool = False,
+    ) -> list[TextHit]:
+        """S6.2's text search as BM25 over the tenant's statistics (migration 0016): the whole query
+        plus ``extra`` terms (synonyms, carried phrases) at a lower weight; rows ``(id, score,
+        matched, cold)``, hot memories first, then cold stubs when ``with_cold``."""
+        if self.db.dialect.name == "postgres":
+            call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold)
+            return rows_of(TextHit, self.db.tenant_read(tenant_id, call))
+        with self.db.tenant_tx(tenant_id) as conn:
+            dialect = self.db.dialect.name
+            ranked = rank_text(conn, dialect, tenant_id, query, extra, phrases, k=k, cap=cap or k, params=params)
+            return rows_of(TextHit, ranked)
+
+    def same_subject_pairs(self, tenant_id: str, ids: Sequence[UUID], *, min_cosine: float) -> list[SubjectPair]:
+        """Pairs ``(a, b)`` of the given memories (hot or cold) whose embeddings are at least
+        ``min_cosine`` apart: the candidates about the same subject, for the relevance recipe's
+        fresher-first rule. Computed in the database (returning vectors as text costs ~1.5 ms each
+        to parse)."""
+        if len(ids) < 2:
+            return []
+        pairs = self.db.tenant_read(
+            tenant_id,
+            (
+                """SELECT a.memory_id AS a, b.memory_id AS b
+                   FROM memory_vectors a
+                   JOIN memory_vectors b ON b.tenant_id = a.tenant_id AND b.memory_id = ANY(%(ids)s::uuid[])
+                        AND a.memory_id < b.memory_id
+                   WHERE a.tenant_id = %(tenant)s AND a.memory_id = ANY(%(ids)s::uuid[])
+                     AND (a.embedding <=> b.embedding) <= %(distance)s""",
+                {"tenant": tenant_id, "ids": list(ids), "distance": 1.0 - min_cosine},
+            ),
+        )
+        return rows_of(SubjectPair, pairs)
+
+    def graph_expand(
+        self, tenant_id: str, seeds: Sequence[UUID], *, hops: int, fall: float, shared_source_weight: float, k: int
+    ) -> list[WalkRow]:
+        """Memories reachable from the seeds within ``hops`` edges (either direction), weight falling
+        per hop; superseded memories lead forward to their successor; memories that share a source
+        document or session with a seed count as one-hop links (implicit edges). The walk on its
+        own: the read path runs the same SQL inside `candidate_pool`."""
+        if not seeds:
+            return []
+        with self.db.tenant_tx(tenant_id) as conn:
+            walked = conn.execute(
+                graph_walk_sql(live_now, as_of=False, hops=hops),
+                walk_params(tenant_id, seeds, fall, shared_source_weight, k),
+            ).fetchall()
+        return rows_of(WalkRow, walked)
+
+    def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[PoolRow]:
+        """One statement after the searches: the graph walk from the seeds merged with the searches'
+        hits, each candidate with its scoring row, exact cosine, walk weight (0 when not reached),
+        sources, source excerpts (the L2 tier) and whether it shares an S9 community with a top
+        hit; then the pinned ``always_load`` memories, flagged (see `candidate_pool_sql`)."""
+        return self.db.tenant_read(
+            tenant_id,
+            (candidate_pool_sql(live_now, as_of=False, hops=request.hops), request.params(tenant_id, query_vector)),
+        )
+
+    def reinforce_and_log(
+        self,
+        tenant_id: str,
+        memory_ids: Sequence[UUID],
+        *,
+        intent: str,
+        budget: int,
+        tokens_used: int,
+        session_id: str | None = None,
+    ) -> None:
+        """S5 reinforcement of exactly the injected memories and the context_log row: one statement each."""
+        d = self.decay
+        strength = reinforced(current_strength("m"), d)
+        scale = weibull_scale("m.access_count + 1", d)
+        with self.db.tenant_tx(tenant_id) as conn:
+            if memory_ids:
+                conn.execute(
+                    f"""UPDATE memories AS m SET
+                            strength_anchor = {strength},
+                            strength = {strength},
+                            band = {band_case(strength, d)},
+                            next_transition_at = {
+                        next_transition(strength, "now()", "m.decay_rate", strength, d, scale_sql=scale)
+                    },
+                            decay_scale = {scale},
+                            strength_anchor_at = now(),
+                            strength_materialized_at = now(),
+                            last_accessed_at = now(),
+                            access_count = m.access_count + 1
+                        WHERE m.tenant_id = %s AND m.id = ANY(%s)""",
+                    [tenant_id, list(memory_ids)],
+                )
+            conn.execute(
+                """INSERT INTO context_log (tenant_id, session_id, intent, budget, tokens_used, memory_ids)
+                   VALUES (%s, %s, %s, %s, %s, %s)""",
+                [tenant_id, session_id, intent, budget, tokens_used, list(memory_ids)],
+            )
+
+    def get_memory(self, tenant_id: str, memory_id: UUID) -> MemoryDetail:
+        with self.db.tenant_tx(tenant_id) as conn:
+            row = conn.execute(
+                f"""SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.strength_anchor,
+                           m.strength_anchor_at, m.strength, m.band, m.access_count, m.last_accessed_at,
+                           m.tier, m.state, m.provenance, m.base_trust, v.embedder_id, m.decay_rate,
+                           m.next_transition_at, m.created_at, m.updated_at, {current_strength("m")} AS strength_now,
+                           m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.superseded_by,
+                           m.always_load, m.protected, m.user_id, m.agent_id, m.run_id, m.tags, m.metadata, m.version
+                    FROM memories m
+                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                    WHERE m.tenant_id = %s AND m.id = %s""",
+                [tenant_id, memory_id],
+            ).fetchone()
+        if not row:
+            raise NotFound(f"memory {memory_id} not found")
+        return cast(MemoryDetail, row)

@@ -1,0 +1,225 @@
+"""Typed rows: what the stores return, column by column.
+
+TypedDicts over the pool's dict rows (``contextos.store.db``): the row a statement returns is the
+row the caller reads, no copy, and mypy checks the columns a caller asks for. ``rows_of``/``row_of``
+name the type of a statement's rows in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal, TypedDict, TypeVar, cast
+from uuid import UUID
+
+from psycopg.rows import DictRow
+
+R = TypeVar("R")
+
+
+def rows_of(kind: type[R], rows: Sequence[dict[str, Any]]) -> list[R]:
+    """The statement's rows, as ``kind`` (a TypedDict naming its columns)."""
+    return cast(list[R], list(rows))
+
+
+def row_of(kind: type[R], row: DictRow | None) -> R | None:
+    return cast(R | None, row)
+
+
+# -- documents ---------------------------------------------------------------------------------
+class ClaimedDocument(TypedDict):
+    """A document a worker claimed: what it needs to process it."""
+
+    id: UUID
+    filename: str | None
+    content_type: str | None
+    provenance: str
+    raw_text: str | None
+    source_s3_key: str | None
+    upload_s3_key: str | None
+    attempts: int
+
+
+class DocumentMemory(TypedDict):
+    """A memory a document taught."""
+
+    id: UUID
+    label: str
+    type: str
+    importance: int
+    state: str
+
+
+# -- reads -------------------------------------------------------------------------------------
+class MemorySourceRow(TypedDict):
+    """One occurrence behind a memory (memory → documents and sessions)."""
+
+    document_id: UUID | None
+    filename: str | None
+    session_id: str | None
+    message_from: int | None
+    message_to: int | None
+    label: str
+    definition: str
+    importance: int
+    created_at: datetime
+
+
+class VectorHit(TypedDict):
+    id: UUID
+    vector_sim: float
+
+
+class PhraseHit(TypedDict):
+    """A key phrase's hit (``phrase_no``: which phrase, the verbatim one first)."""
+
+    phrase_no: int
+    id: UUID
+    rank: float
+    label_match: bool
+
+
+class TextHit(TypedDict):
+    """A BM25 hit: its score, the query terms it matched, and whether it is a cold stub."""
+
+    id: UUID
+    score: float
+    matched: Any
+    cold: bool
+
+
+class SubjectPair(TypedDict):
+    a: UUID
+    b: UUID
+
+
+class WalkRow(TypedDict):
+    id: UUID
+    weight: float
+
+
+# A candidate pool row: the scoring row of a memory, its exact cosine, walk weight, sources and
+# excerpts (the columns of ``contextos.store.history.candidate_pool_sql``, read by the scorer).
+PoolRow = dict[str, Any]
+
+
+class MemoryDetail(TypedDict):
+    """A memory with every column the detail view shows, and its strength now."""
+
+    id: UUID
+    norm_key: str
+    label: str
+    definition: str
+    type: str
+    importance: int
+    strength_anchor: float
+    strength_anchor_at: datetime
+    strength: float
+    band: str
+    access_count: int
+    last_accessed_at: datetime
+    tier: str
+    state: str
+    provenance: str
+    base_trust: float
+    embedder_id: str | None
+    decay_rate: float
+    next_transition_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    strength_now: float
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    superseded_at: datetime | None
+    superseded_by: UUID | None
+    always_load: bool
+    protected: bool
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    version: int
+
+
+# -- governance --------------------------------------------------------------------------------
+class ReviewRow(TypedDict):
+    """A review queue item (``candidate``: the held candidate as stored, with its signals)."""
+
+    id: UUID
+    candidate: dict[str, Any]
+    provenance: str
+    trust: float
+    reason: str
+    document_id: UUID | None
+    session_id: str | None
+    status: Literal["pending", "promoted", "rejected"]
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_reason: str | None
+    created_at: datetime
+
+
+class DecidedReview(TypedDict):
+    id: UUID
+    candidate: dict[str, Any]
+    provenance: str
+    trust: float
+    document_id: UUID | None
+    session_id: str | None
+
+
+class VersionRow(TypedDict):
+    """One version in a supersession chain."""
+
+    id: UUID
+    label: str
+    definition: str
+    state: str
+    provenance: str
+    base_trust: float
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    superseded_at: datetime | None
+    superseded_by: UUID | None
+    ingest_seq: int
+
+
+class AuditEvent(TypedDict):
+    chain_seq: int | None
+    at: datetime
+    actor: str
+    action: str
+    memory_id: UUID | None
+    reason: str | None
+    details: dict[str, Any]
+
+
+class AuditEntry(TypedDict):
+    """An audit row with the columns its hash covers (``details_text``: the details as hashed)."""
+
+    tenant_id: str
+    seq: int
+    chain_seq: int  # a page starts after a place in the chain: unchained rows are not on it
+    id: UUID
+    at: datetime
+    actor: str
+    action: str
+    memory_id: UUID | None
+    reason: str | None
+    details: dict[str, Any]
+    details_text: str
+    prev_hash: str
+    hash: str
+
+
+class UnchainedRow(TypedDict):
+    seq: int
+    id: UUID
+
+
+class ChainHead(TypedDict):
+    chain_seq: int
+    hash: str

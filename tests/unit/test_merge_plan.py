@@ -1,0 +1,186 @@
+"""The merge planner (S4 step 7) on its own: which memory each candidate joins, and why, without a database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import UUID, uuid4
+
+from contextos.merge_plan import (
+    GateCounts,
+    LookupRow,
+    NearRow,
+    admission_counts,
+    merge_targets,
+    nearest_by_candidate,
+    one_per_key,
+    order_lookup_rows,
+    related_pairs,
+    source_texts,
+    store_result,
+)
+from contextos.models import MemoryCandidate, Provenance
+
+
+def candidate(key: str, label: str, definition: str = "a definition", **extra) -> MemoryCandidate:
+    fields = {
+        "norm_key": key,
+        "label": label,
+        "definition": definition,
+        "type": "fact",
+        "importance": 3,
+        "embedding": [0.0, 1.0],
+        "decay_rate": 0.01,
+        "provenance": Provenance.user_upload,
+        "base_trust": 0.9,
+    }
+    return MemoryCandidate(**(fields | extra))
+
+
+def exact(key: str) -> LookupRow:
+    return {"exact": True, "norm_key": key, "initials": None, "acronyms": None, "importance": 0, "created_at": None}
+
+
+def pair_row(
+    key: str,
+    *,
+    initials: str | None = None,
+    acronyms: list[str] | None = None,
+    importance: int = 3,
+    created_at: datetime | None = None,
+) -> LookupRow:
+    return {
+        "exact": False,
+        "norm_key": key,
+        "initials": initials,
+        "acronyms": acronyms or [],
+        "importance": importance,
+        "created_at": created_at,
+    }
+
+
+def test_a_candidate_whose_key_exists_merges_by_key_and_needs_no_target():
+    plan = merge_targets([candidate("kafka", "Kafka")], [exact("kafka")], {0: "other"})
+    assert plan.merge_into == {} and plan.final_keys == ["kafka"]
+
+
+def test_an_acronym_pair_wins_over_a_near_duplicate():
+    cands = [candidate("grpo", "GRPO")]
+    rows = [pair_row("group relative policy optimization", initials="grpo")]
+    plan = merge_targets(cands, rows, {0: "reinforcement learning"})
+    assert plan.merge_into == {0: "group relative policy optimization"}
+    assert plan.reasons == {0: "acronym"}
+
+
+def test_the_expanded_label_joins_the_memory_named_by_its_acronym():
+    cands = [candidate("group relative policy optimization", "Group Relative Policy Optimization")]
+    plan = merge_targets(cands, [pair_row("grpo", acronyms=["grpo"])], {})
+    assert plan.merge_into == {0: "grpo"} and plan.reasons == {0: "acronym"}
+
+
+def test_an_acronym_never_merges_across_owners():
+    cands = [candidate("grpo@user:ann", "GRPO")]
+    plan = merge_targets(cands, [pair_row("group relative policy optimization@user:bob", initials="grpo")], {})
+    assert plan.merge_into == {}
+
+
+def test_a_near_duplicate_counts_only_for_what_is_still_unmatched():
+    cands = [candidate("a", "Alpha"), candidate("b", "Beta")]
+    plan = merge_targets(cands, [exact("a")], {0: "x", 1: "y"})
+    assert plan.merge_into == {1: "y"} and plan.reasons == {1: "near_duplicate"}
+    assert plan.final_keys == ["a", "y"]
+    assert plan.merge_counts() == {"near_duplicate": 1}
+
+
+def test_the_nearest_near_duplicate_of_each_candidate_is_kept():
+    rows: list[NearRow] = [
+        {"idx": 0, "norm_key": "far", "similarity": 0.91},
+        {"idx": 0, "norm_key": "near", "similarity": 0.97},
+        {"idx": 1, "norm_key": "only", "similarity": 0.93},
+    ]
+    assert nearest_by_candidate(rows) == {0: "near", 1: "only"}
+
+
+def test_acronym_rows_are_tried_most_important_then_oldest_first():
+    old, new = datetime(2020, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)
+    rows = [
+        pair_row("new", importance=3, created_at=new),
+        pair_row("undated", importance=3),
+        pair_row("old", importance=3, created_at=old),
+        pair_row("vital", importance=5, created_at=new),
+    ]
+    assert [r["norm_key"] for r in order_lookup_rows(rows)] == ["vital", "old", "new", "undated"]
+
+
+def test_a_candidate_that_contradicts_its_merge_target_stands_alone():
+    cands = [candidate("kafka retention", "Kafka retention"), candidate("b", "Beta")]
+    plan = merge_targets(cands, [], {0: "kafka retention period", 1: "beta old"})
+    target = uuid4()
+    alone = plan.stand_alone({0: [target]}, {target: "kafka retention period"})
+    assert alone.final_keys == ["kafka retention", "beta old"]
+    assert alone.reasons == {1: "near_duplicate"}
+    assert plan.final_keys == ["kafka retention period", "beta old"]  # the plan it came from is unchanged
+
+
+def test_superseding_some_other_memory_keeps_the_merge():
+    plan = merge_targets([candidate("a", "Alpha")], [], {0: "alpha old"})
+    other = uuid4()
+    assert plan.stand_alone({0: [other]}, {other: "unrelated"}).final_keys == ["alpha old"]
+
+
+def test_one_row_per_final_key_the_most_important_then_the_longest():
+    cands = [
+        candidate("a", "A", "short", importance=3),
+        candidate("b", "B", "a much longer definition", importance=3),
+        candidate("c", "C", "vital", importance=5),
+        candidate("d", "D", "alone"),
+    ]
+    chosen = one_per_key(cands, ["k", "k", "j", "d"])
+    assert [(i, c.norm_key) for i, c in chosen] == [(1, "k"), (2, "j"), (3, "d")]
+    chosen = one_per_key(cands[:3], ["k", "k", "k"])
+    assert [(i, c.norm_key) for i, c in chosen] == [(2, "k")]
+
+
+def test_a_memory_gains_the_other_definitions_and_every_excerpt_once():
+    cands = [
+        candidate("a", "A", "the kept definition", importance=5, excerpts=["passage one"]),
+        candidate("b", "B", "another definition", excerpts=["passage one", "passage two"]),
+        candidate("c", "C", "the kept definition"),
+    ]
+    keys = ["k", "k", "k"]
+    texts = source_texts(cands, keys, one_per_key(cands, keys))
+    assert texts == {"k": "passage one\nanother definition\npassage two"}
+
+
+def test_related_edges_follow_the_merges_and_never_loop():
+    cands = [
+        candidate("a", "A", related_keys=["b", "c"]),
+        candidate("b", "B", related_keys=["a"]),
+        candidate("c", "C", related_keys=["missing"]),
+    ]
+    ids = {"a": UUID(int=1), "x": UUID(int=2)}
+    # b and c merged into x: a↔x once each way, c's unknown key dropped
+    assert related_pairs(cands, ["a", "x", "x"], ids) == [(UUID(int=1), UUID(int=2)), (UUID(int=2), UUID(int=1))]
+    assert related_pairs(cands, ["a", "a", "a"], {"a": UUID(int=1)}) == []
+
+
+def test_the_counts_recorded_with_the_source():
+    cands = [candidate("a", "A"), candidate("b", "B"), candidate("c", "C")]
+    plan = merge_targets(cands, [], {1: "x", 2: "y"})
+    rows = [{"id": UUID(int=1), "inserted": True}, {"id": UUID(int=2), "inserted": False}]
+    result = store_result(cands, rows, edges=4)
+    assert (result.created, result.merged, result.items, result.edges) == (1, 2, 3, 4)
+    assert result.memory_ids == [UUID(int=1), UUID(int=2)]
+    counts = admission_counts(result, plan, 2, GateCounts(judged=5, superseded=1))
+    assert counts == {
+        "memories_created": 1,
+        "memories_merged": 2,
+        "merged_by": {"near_duplicate": 2},
+        "items": 3,
+        "edges": 4,
+        "held_for_review": 2,
+        "judged": 5,
+        "judged_under_lock": 0,
+        "judge_failures": 0,
+        "superseded": 1,
+        "corroborated": 0,
+    }

@@ -112,7 +112,7 @@ class ReadStore:
         rows ``(phrase_no, id, rank, label_match)``, the phrase verbatim first, so an exact rare term
         always surfaces (S6.2). PostgreSQL runs it through ``contextos_text_search_phrases``
         (migration 0015), where the GIN index is usable under row-level security."""
-        if self.db.dialect.name == "postgres":
+        if self.db.dialect.ranks_in_sql():
             return rows_of(PhraseHit, self.db.tenant_read(tenant_id, phrases_call(phrases, k=k, cap=cap)))
         with self.db.tenant_tx(tenant_id) as conn:
             return rows_of(PhraseHit, search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap))
@@ -132,7 +132,7 @@ class ReadStore:
         """S6.2's text search as BM25 over the tenant's statistics (migration 0016): the whole query
         plus ``extra`` terms (synonyms, carried phrases) at a lower weight; rows ``(id, score,
         matched, cold)``, hot memories first, then cold stubs when ``with_cold``."""
-        if self.db.dialect.name == "postgres":
+        if self.db.dialect.ranks_in_sql():
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold)
             return rows_of(TextHit, self.db.tenant_read(tenant_id, call))
         with self.db.tenant_tx(tenant_id) as conn:

@@ -173,7 +173,7 @@ class ScopedReads:
             # One round trip for a small scope: its vectors (at most cap + 1), their exact distances,
             # and how many there were; more than cap means the scope is large.
             rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=True), params))
-            if not rows or int(rows[0]["scope_rows"]) <= cap or db.dialect.name != "postgres":
+            if not rows or int(rows[0]["scope_rows"]) <= cap or not db.dialect.ranks_in_sql():
                 _LARGE_SCOPES.pop(key, None)
                 return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
             known = (int(rows[0]["scope_rows"]), time.monotonic())
@@ -246,7 +246,7 @@ class ScopedReads:
             )
             if rows and int(rows[0]["scope_rows"]) <= small:
                 return [_text_row(r) for r in rows if r["id"] is not None]
-        if db.dialect.name == "postgres" and not self.scope.metadata:
+        if db.dialect.ranks_in_sql() and not self.scope.metadata:
             # a large scope: the tenant's ranking over the scope's own matches, gathered within it
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold, scope=self.scope)
             return db.tenant_read(tenant_id, call)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from contextos.config import DecaySettings, Settings
@@ -46,6 +46,9 @@ from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expung
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore
+
+if TYPE_CHECKING:
+    from contextos.store.db import Conn
 
 
 class MemoryProtected(Forbidden):
@@ -278,7 +281,9 @@ class MemoryService:
             raw_objects_removed=raw,
         )
 
-    def _expunge(self, conn: Any, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop) -> Expunged | None:
+    def _expunge(
+        self, conn: Conn, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop
+    ) -> Expunged | None:
         if not ids:
             return None
         settings = self._settings

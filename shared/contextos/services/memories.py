@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -322,7 +322,7 @@ class MemoryService:
         return self.blobs
 
 
-def _graph(nodes: list[dict], edges: list[dict], truncated: bool) -> MemoryGraph:
+def _graph(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Mapping[str, Any]], truncated: bool) -> MemoryGraph:
     return MemoryGraph(
         nodes=[GraphNode.model_validate(n) for n in nodes],
         edges=[GraphEdge(src=e["src_id"], dst=e["dst_id"], type=e["type"], weight=float(e["weight"])) for e in edges],

@@ -57,11 +57,14 @@ def start_moto() -> tuple[subprocess.Popen, str]:
         [str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(100):
+    deadline = time.monotonic() + 120  # a loaded machine takes a while to import moto's server
+    while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             break
         except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"moto did not start on port {port}") from None
             time.sleep(0.1)
     return proc, endpoint
 

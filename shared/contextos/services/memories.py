@@ -134,7 +134,7 @@ class MemoryService:
         changes = patch.changes()
         if not changes:
             raise BadRequest("nothing to change: give at least one field")
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             current = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
         label = changes.get("label", current["label"])
         definition = changes.get("definition", current["definition"])
@@ -149,7 +149,7 @@ class MemoryService:
                 raise BadRequest("the label has no words to key the memory by")
             # the merge key stays namespaced by the memory's owner (as a scoped write makes it)
             key += Scope(**{f: changes.get(f, current[f]) for f in owners}).key_suffix()
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             row = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
             if row["version"] != current["version"]:
                 raise EditRace("the memory changed while this edit was prepared; read it again and retry")
@@ -187,7 +187,7 @@ class MemoryService:
     def forget(self, tenant_id: str, memory_id: UUID, *, actor: str, reason: str | None = None) -> MemoryForgotten:
         """Gone from every read and audited. A hot memory can be restored; a cold one is taken out of
         its cold object and deleted (nothing of it is left to restore)."""
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             lock_tenant(conn, tenant_id)
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["forgotten_at"] is not None:
@@ -210,7 +210,7 @@ class MemoryService:
         """Undo a forget (while the memory still exists) or a supersession (the successor keeps its
         own state). The memory takes its old key back, or a key of its own when an active memory
         holds it now."""
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             lock_tenant(conn, tenant_id)
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["tier"] == "cold":
@@ -233,7 +233,7 @@ class MemoryService:
         deleted (hot or cold); the others lose its occurrences (and a definition that came from it);
         the document's raw text and its S3 copies are removed."""
         settings = self._settings
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             lock_tenant(conn, tenant_id)
             document = ManagementStore.lock_document(conn, tenant_id, document_id)
             taught = ManagementStore.document_memories(conn, tenant_id, document_id)

@@ -347,7 +347,7 @@ class WorkspaceService:
         cfg = self.settings
         ids = [p.memory.id for p in plans if p.memory and p.memory.id is not None]
         gate_store = self.store.gate
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self.workspace.transaction(tenant_id) as conn:
             hot = self.workspace.lock_tenant(conn, tenant_id)
             foreign = set() if restore else self.workspace.ids_of_other_tenants(conn, ids)
             cold_prefix = f"{cfg.lifecycle.cold_prefix}{tenant_id}/"

@@ -7,6 +7,7 @@ tenant transaction where it writes, so a batch of files lands (or not) with its 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -118,6 +119,10 @@ class WorkspaceStore:
     def __init__(self, db: Database, decay: DecaySettings) -> None:
         self.db = db
         self.decay = decay
+
+    def transaction(self, tenant_id: str) -> AbstractContextManager[Conn]:
+        """The tenant's transaction a service runs its import steps in (row-level security on)."""
+        return self.db.tenant_tx(tenant_id)
 
     # -- export ------------------------------------------------------------------------------
     def export_page(self, tenant_id: str, *, after: UUID | None, limit: int) -> list[dict]:

@@ -5,8 +5,6 @@ extractor reads, and the rules that give each message its provenance within a cr
 ceiling.
 """
 
-from __future__ import annotations
-
 import re
 from datetime import datetime
 from enum import StrEnum
@@ -94,7 +92,7 @@ class MessageAppended(BaseModel):
     provenance: Provenance
     message_count: int
     flushed_through: int
-    flush: FlushView | None = None  # the flush this append triggered (the size threshold), if any
+    flush: "FlushView | None" = None  # the flush this append triggered (the size threshold), if any
 
 
 class FlushView(BaseModel):

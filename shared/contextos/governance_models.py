@@ -1,7 +1,5 @@
 """Models of governance (S7, S3): held candidates, review decisions, history and the audit chain."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID

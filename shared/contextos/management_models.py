@@ -1,8 +1,6 @@
 """The management API's models (S11): listing, editing, forgetting and restoring memories,
 listing and forgetting documents, uploads, and the memory graph. Pure pydantic."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID

@@ -1,7 +1,5 @@
 """Domain models shared by every layer: pure pydantic, no AWS, no database driver."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal

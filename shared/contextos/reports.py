@@ -5,8 +5,6 @@ them into a 0-100 score with every component, its definition and its inputs repo
 number on a dashboard can always be traced back to the rows behind it.
 """
 
-from __future__ import annotations
-
 import math
 from datetime import datetime
 from typing import Literal

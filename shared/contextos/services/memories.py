@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from contextos.config import DecaySettings, Settings
@@ -46,6 +46,9 @@ from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expung
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore
+
+if TYPE_CHECKING:
+    from contextos.store.db import Conn
 
 
 class MemoryProtected(Forbidden):
@@ -131,7 +134,7 @@ class MemoryService:
         changes = patch.changes()
         if not changes:
             raise BadRequest("nothing to change: give at least one field")
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             current = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
         label = changes.get("label", current["label"])
         definition = changes.get("definition", current["definition"])
@@ -146,7 +149,7 @@ class MemoryService:
                 raise BadRequest("the label has no words to key the memory by")
             # the merge key stays namespaced by the memory's owner (as a scoped write makes it)
             key += Scope(**{f: changes.get(f, current[f]) for f in owners}).key_suffix()
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             row = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
             if row["version"] != current["version"]:
                 raise EditRace("the memory changed while this edit was prepared; read it again and retry")
@@ -184,7 +187,7 @@ class MemoryService:
     def forget(self, tenant_id: str, memory_id: UUID, *, actor: str, reason: str | None = None) -> MemoryForgotten:
         """Gone from every read and audited. A hot memory can be restored; a cold one is taken out of
         its cold object and deleted (nothing of it is left to restore)."""
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             lock_tenant(conn, tenant_id)
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["forgotten_at"] is not None:
@@ -207,7 +210,7 @@ class MemoryService:
         """Undo a forget (while the memory still exists) or a supersession (the successor keeps its
         own state). The memory takes its old key back, or a key of its own when an active memory
         holds it now."""
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             lock_tenant(conn, tenant_id)
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["tier"] == "cold":
@@ -230,7 +233,7 @@ class MemoryService:
         deleted (hot or cold); the others lose its occurrences (and a definition that came from it);
         the document's raw text and its S3 copies are removed."""
         settings = self._settings
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self._management.transaction(tenant_id) as conn:
             lock_tenant(conn, tenant_id)
             document = ManagementStore.lock_document(conn, tenant_id, document_id)
             taught = ManagementStore.document_memories(conn, tenant_id, document_id)
@@ -278,7 +281,9 @@ class MemoryService:
             raw_objects_removed=raw,
         )
 
-    def _expunge(self, conn: Any, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop) -> Expunged | None:
+    def _expunge(
+        self, conn: Conn, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop
+    ) -> Expunged | None:
         if not ids:
             return None
         settings = self._settings
@@ -317,7 +322,7 @@ class MemoryService:
         return self.blobs
 
 
-def _graph(nodes: list[dict], edges: list[dict], truncated: bool) -> MemoryGraph:
+def _graph(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Mapping[str, Any]], truncated: bool) -> MemoryGraph:
     return MemoryGraph(
         nodes=[GraphNode.model_validate(n) for n in nodes],
         edges=[GraphEdge(src=e["src_id"], dst=e["dst_id"], type=e["type"], weight=float(e["weight"])) for e in edges],

@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 from uuid import UUID
 
 from contextos.config import Settings
@@ -49,6 +49,9 @@ from contextos.workspace.model import (
     WorkspaceSource,
 )
 from contextos.workspace.router import MCP_FILE, ROUTER_FILE, RouterEntry, RouterTool, mcp_snippet, render_router
+
+if TYPE_CHECKING:
+    from contextos.store.db import Conn
 
 ArchiveFormat = Literal["tar", "zip"]
 _EPOCH_MTIME = 0  # archive members carry no clock: the same store gives the same archive bytes
@@ -344,7 +347,7 @@ class WorkspaceService:
         cfg = self.settings
         ids = [p.memory.id for p in plans if p.memory and p.memory.id is not None]
         gate_store = self.store.gate
-        with self.store.db.tenant_tx(tenant_id) as conn:
+        with self.workspace.transaction(tenant_id) as conn:
             hot = self.workspace.lock_tenant(conn, tenant_id)
             foreign = set() if restore else self.workspace.ids_of_other_tenants(conn, ids)
             cold_prefix = f"{cfg.lifecycle.cold_prefix}{tenant_id}/"
@@ -423,7 +426,7 @@ class WorkspaceService:
             for plan, _ in going:
                 plan.report.status, plan.report.memory_id = "created", plan.memory.id  # type: ignore[union-attr]
 
-    def _without_key_clashes(self, conn: Any, tenant_id: str, creates: list[_Plan]) -> list[_Plan]:
+    def _without_key_clashes(self, conn: Conn, tenant_id: str, creates: list[_Plan]) -> list[_Plan]:
         """One active memory per normalized key: a new active file whose key is taken fails alone."""
         active = [p for p in creates if p.memory is not None and p.memory.state.state == "active"]
         taken = self.workspace.active_keys(conn, tenant_id, sorted({p.key for p in active}))
@@ -531,7 +534,7 @@ class WorkspaceService:
     # -- edits -------------------------------------------------------------------------------
     def _edit(
         self,
-        conn: Any,
+        conn: Conn,
         tenant_id: str,
         plan: _Plan,
         row: dict,

@@ -23,6 +23,7 @@ from typing import Any
 from uuid import UUID
 
 from contextos.lsh import BANDS, SIGNATURE_BITS, signature_prefix
+from contextos.store.batch import Writes
 from contextos.store.dialect import Dialect
 
 
@@ -54,7 +55,7 @@ def flat_keys(band_keys: Sequence[Sequence[int]]) -> list[int]:
 
 
 def insert_bands(
-    conn: Any,
+    conn: Writes,
     tenant_id: str,
     memory_ids: Sequence[UUID],
     signatures: Sequence[str],
@@ -84,7 +85,7 @@ def insert_bands(
     )
 
 
-def delete_bands(conn: Any, dialect: Dialect, tenant_id: str, memory_ids: Sequence[UUID]) -> None:
+def delete_bands(conn: Writes, dialect: Dialect, tenant_id: str, memory_ids: Sequence[UUID]) -> None:
     """Remove the memories' band rows through the keys their vector rows carry (index probes).
     Run it while the ``memory_vectors`` rows still exist (before a delete that cascades to them)."""
     if not memory_ids:
@@ -99,7 +100,7 @@ def delete_bands(conn: Any, dialect: Dialect, tenant_id: str, memory_ids: Sequen
     )
 
 
-def delete_band_pairs(conn: Any, dialect: Dialect, tenant_id: str, pairs: Sequence[tuple[int, UUID]]) -> None:
+def delete_band_pairs(conn: Writes, dialect: Dialect, tenant_id: str, pairs: Sequence[tuple[int, UUID]]) -> None:
     """Remove band rows given as (band key, memory id) pairs (their vector rows are already gone)."""
     if not pairs:
         return

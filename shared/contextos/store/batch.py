@@ -23,7 +23,7 @@ _WRITES = ("INSERT", "UPDATE", "DELETE")
 class StatementBatch:
     """Stands in for a connection's ``execute`` for writes; ``flush`` sends what was collected."""
 
-    def __init__(self, conn: Any, *, combine: bool) -> None:
+    def __init__(self, conn: Conn, *, combine: bool) -> None:
         self.conn = conn
         self.combine = combine
         self._parts: list[tuple[str, list[Any]]] = []

@@ -8,6 +8,7 @@ from contextos.config import DecaySettings
 from contextos.errors import NotFound
 from contextos.scopes import ScopeFilter
 from contextos.store.db import Conn, Database
+from contextos.store.rows import GraphEdgeRow, GraphNodeRow, rows_of
 from contextos.store.scopes import scope_params, scope_predicate
 from contextos.store.sql import band_case, current_strength
 
@@ -21,7 +22,7 @@ class GraphReads:
     # -- the graph ---------------------------------------------------------------------------
     def graph_around(
         self, tenant_id: str, memory_id: UUID, *, hops: int, limit: int, scope: ScopeFilter | None = None
-    ) -> tuple[list[dict], list[dict], bool]:
+    ) -> tuple[list[GraphNodeRow], list[GraphEdgeRow], bool]:
         """Live memories within ``hops`` typed edges of one (either direction), nearest first, at most
         ``limit``; and every edge among them."""
         strength = current_strength("m")
@@ -57,11 +58,11 @@ class GraphReads:
             truncated = len(nodes) > limit
             nodes = nodes[:limit]
             edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
-        return nodes, edges, truncated
+        return rows_of(GraphNodeRow, nodes), edges, truncated
 
     def tenant_graph(
         self, tenant_id: str, *, limit: int, scope: ScopeFilter | None = None
-    ) -> tuple[list[dict], list[dict], bool]:
+    ) -> tuple[list[GraphNodeRow], list[GraphEdgeRow], bool]:
         """The tenant's ``limit`` most important live memories and the edges among them (the console)."""
         strength = current_strength("m")
         params = {"tenant": tenant_id, "limit": limit + 1} | scope_params(scope)
@@ -80,18 +81,21 @@ class GraphReads:
             truncated = len(nodes) > limit
             nodes = nodes[:limit]
             edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
-        return nodes, edges, truncated
+        return rows_of(GraphNodeRow, nodes), edges, truncated
 
     @staticmethod
-    def _edges_among(conn: Conn, tenant_id: str, ids: Sequence[UUID]) -> list[dict]:
+    def _edges_among(conn: Conn, tenant_id: str, ids: Sequence[UUID]) -> list[GraphEdgeRow]:
         if not ids:
             return []
-        return conn.execute(
-            """SELECT src_id, dst_id, type, weight FROM relationships
+        return rows_of(
+            GraphEdgeRow,
+            conn.execute(
+                """SELECT src_id, dst_id, type, weight FROM relationships
                WHERE tenant_id = %(tenant)s AND src_id = ANY(%(ids)s) AND dst_id = ANY(%(ids)s)
                ORDER BY weight DESC, src_id, dst_id""",
-            {"tenant": tenant_id, "ids": list(ids)},
-        ).fetchall()
+                {"tenant": tenant_id, "ids": list(ids)},
+            ).fetchall(),
+        )
 
     # -- supersession chains for include_history ------------------------------------------------
     def predecessors(self, tenant_id: str, memory_ids: Sequence[UUID]) -> dict[UUID, list[dict]]:

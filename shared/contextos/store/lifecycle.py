@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 from uuid import UUID
 
 from contextos.config import DecaySettings, LifecycleSettings
@@ -20,6 +21,7 @@ from contextos.store.cold import ACTOR, ColdStore
 from contextos.store.db import Database, one
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
+from contextos.store.rows import AcknowledgedReminder, ReminderRow, rows_of
 from contextos.store.sql import band_case, current_strength, next_transition
 
 _NO_KEY = (datetime.fromisoformat("0001-01-01T00:00:00+00:00"), UUID(int=0))
@@ -202,7 +204,7 @@ class LifecycleStore(ColdStore):
     # -- reminders ------------------------------------------------------------------------
     def reminders(
         self, tenant_id: str, *, include_acknowledged: bool, limit: int, cursor: str | None = None
-    ) -> tuple[list[dict], str | None]:
+    ) -> tuple[list[ReminderRow], str | None]:
         """Reminders newest first with each memory's exact strength now; a cursor for the next page."""
         before_at, before_id = _decode_cursor(cursor)
         with self.db.tenant_tx(tenant_id) as conn:
@@ -224,9 +226,9 @@ class LifecycleStore(ColdStore):
             ).fetchall()
         page = rows[:limit]
         next_cursor = _encode_cursor(page[-1]["opened_at"], page[-1]["id"]) if len(rows) > limit else None
-        return page, next_cursor
+        return rows_of(ReminderRow, page), next_cursor
 
-    def acknowledge(self, tenant_id: str, reminder_id: UUID) -> dict:
+    def acknowledge(self, tenant_id: str, reminder_id: UUID) -> AcknowledgedReminder:
         """Close a reminder (idempotent: acknowledging twice keeps the first time)."""
         with self.db.tenant_tx(tenant_id) as conn:
             row = conn.execute(
@@ -237,7 +239,7 @@ class LifecycleStore(ColdStore):
             ).fetchone()
         if row is None:
             raise NotFound(f"reminder {reminder_id} not found")
-        return row
+        return cast(AcknowledgedReminder, row)
 
 
 _FAR_FUTURE = datetime.fromisoformat("9999-12-31T00:00:00+00:00")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -58,6 +59,10 @@ class ManagementStore(GraphReads):
     def __init__(self, db: Database, decay: DecaySettings) -> None:
         self.db = db
         self.decay = decay
+
+    def transaction(self, tenant_id: str) -> AbstractContextManager[Conn]:
+        """The tenant's transaction a service runs its edit, forget and restore steps in (row-level security on)."""
+        return self.db.tenant_tx(tenant_id)
 
     # -- listing ---------------------------------------------------------------------------
     def list_memories(self, tenant_id: str, query: MemoryListQuery) -> tuple[list[dict], str | None]:

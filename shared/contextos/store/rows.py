@@ -223,3 +223,48 @@ class UnchainedRow(TypedDict):
 class ChainHead(TypedDict):
     chain_seq: int
     hash: str
+
+
+# -- lifecycle -------------------------------------------------------------------------------
+class ReminderRow(TypedDict):
+    """An open (or acknowledged) reminder with its memory's exact strength now."""
+
+    id: UUID
+    memory_id: UUID
+    label: str
+    type: str
+    strength_at_open: float
+    strength: float
+    tier: str
+    state: str
+    opened_at: datetime
+    acknowledged_at: datetime | None
+
+
+class AcknowledgedReminder(TypedDict):
+    id: UUID
+    memory_id: UUID
+    strength: float
+    opened_at: datetime
+    acknowledged_at: datetime
+
+
+# -- the graph -------------------------------------------------------------------------------
+class GraphNodeRow(TypedDict):
+    """A live memory of a graph read (``hops``: 0 in the tenant's graph; ``community`` once computed)."""
+
+    id: UUID
+    label: str
+    type: str
+    importance: int
+    hops: int
+    strength: float
+    band: str
+    community: int | None
+
+
+class GraphEdgeRow(TypedDict):
+    src_id: UUID
+    dst_id: UUID
+    type: str
+    weight: float

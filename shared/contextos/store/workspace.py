@@ -7,6 +7,7 @@ tenant transaction where it writes, so a batch of files lands (or not) with its 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,7 @@ from uuid import UUID
 from contextos.config import DecaySettings
 from contextos.lsh import sketch
 from contextos.store.bands import insert_bands, keys_literal
-from contextos.store.db import Database
+from contextos.store.db import Conn, Database, one
 from contextos.store.governance import write_audit
 from contextos.store.locks import LOCK_TENANT_SQL
 from contextos.store.sql import band_case, current_strength, next_transition
@@ -119,6 +120,10 @@ class WorkspaceStore:
         self.db = db
         self.decay = decay
 
+    def transaction(self, tenant_id: str) -> AbstractContextManager[Conn]:
+        """The tenant's transaction a service runs its import steps in (row-level security on)."""
+        return self.db.tenant_tx(tenant_id)
+
     # -- export ------------------------------------------------------------------------------
     def export_page(self, tenant_id: str, *, after: UUID | None, limit: int) -> list[dict]:
         """Up to ``limit`` memories after ``after`` in id order (the primary key's order)."""
@@ -132,7 +137,7 @@ class WorkspaceStore:
             ),
         )
 
-    def rows_by_id(self, conn: Any, tenant_id: str, ids: Sequence[UUID], *, lock: bool = False) -> dict[UUID, dict]:
+    def rows_by_id(self, conn: Conn, tenant_id: str, ids: Sequence[UUID], *, lock: bool = False) -> dict[UUID, dict]:
         """The export rows of these ids in this tenant (``lock``: held for update until commit)."""
         if not ids:
             return {}
@@ -166,18 +171,18 @@ class WorkspaceStore:
 
     # -- import ------------------------------------------------------------------------------
     @staticmethod
-    def lock_tenant(conn: Any, tenant_id: str) -> int:
-        return int(conn.execute(LOCK_TENANT_SQL, [tenant_id]).fetchone()["hot_memories"])
+    def lock_tenant(conn: Conn, tenant_id: str) -> int:
+        return int(one(conn.execute(LOCK_TENANT_SQL, [tenant_id]).fetchone())["hot_memories"])
 
     @staticmethod
-    def ids_of_other_tenants(conn: Any, ids: Sequence[UUID]) -> set[UUID]:
+    def ids_of_other_tenants(conn: Conn, ids: Sequence[UUID]) -> set[UUID]:
         if not ids:
             return set()
         rows = conn.execute("SELECT memory_ids_of_other_tenants(%s::uuid[]) AS id", [list(ids)]).fetchall()
         return {r["id"] for r in rows}
 
     @staticmethod
-    def active_keys(conn: Any, tenant_id: str, keys: Sequence[str]) -> dict[str, UUID]:
+    def active_keys(conn: Conn, tenant_id: str, keys: Sequence[str]) -> dict[str, UUID]:
         if not keys:
             return {}
         rows = conn.execute(
@@ -189,7 +194,7 @@ class WorkspaceStore:
 
     def insert_memories(
         self,
-        conn: Any,
+        conn: Conn,
         tenant_id: str,
         memories: Sequence[NewMemory],
         items: Sequence[NewItem],
@@ -288,7 +293,7 @@ class WorkspaceStore:
         )
 
     @staticmethod
-    def _insert_items(conn: Any, tenant_id: str, items: Sequence[NewItem]) -> None:
+    def _insert_items(conn: Conn, tenant_id: str, items: Sequence[NewItem]) -> None:
         if not items:
             return
         documents = {(i.document_id, i.filename) for i in items if i.document_id is not None}
@@ -321,7 +326,7 @@ class WorkspaceStore:
         )
 
     @staticmethod
-    def insert_edges(conn: Any, tenant_id: str, edges: Sequence[tuple[UUID, UUID, str, float]]) -> int:
+    def insert_edges(conn: Conn, tenant_id: str, edges: Sequence[tuple[UUID, UUID, str, float]]) -> int:
         """Edges between memories of this tenant (one whose end is missing is left out); how many."""
         if not edges:
             return 0

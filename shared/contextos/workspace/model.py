@@ -1,7 +1,5 @@
 """The typed shape of one workspace file: what the frontmatter and body hold."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID

@@ -33,9 +33,51 @@ class Candidate:
 
 
 @dataclass(slots=True)
+class Score:
+    """A candidate's score with every component, as `ScoreBreakdown` reports it. A plain slots
+    record: the read path scores ~60 candidates per query and returns at most ~20, and building
+    the pydantic model for each of them was most of its Python time; `breakdown` builds it for the
+    returned ones only."""
+
+    vector: float
+    text: float
+    graph: float
+    semantic: float
+    strength: float
+    recency: float
+    importance: float
+    frequency: float
+    bonus: float
+    relevance: float
+    methods: list[str]
+    recipe: str
+    trust: float
+    probability: float = 0.0
+
+    def breakdown(self) -> ScoreBreakdown:
+        # Built without validation: every field is a float, a string or a list computed by the scorer.
+        return ScoreBreakdown.model_construct(
+            vector=self.vector,
+            text=self.text,
+            graph=self.graph,
+            semantic=self.semantic,
+            strength=self.strength,
+            recency=self.recency,
+            importance=self.importance,
+            frequency=self.frequency,
+            bonus=self.bonus,
+            relevance=self.relevance,
+            probability=self.probability,
+            methods=self.methods,
+            recipe=self.recipe,
+            trust=self.trust,
+        )
+
+
+@dataclass(slots=True)
 class Ranked:
     candidate: Candidate
-    score: ScoreBreakdown
+    score: Score
 
 
 def score_candidate(
@@ -44,7 +86,7 @@ def score_candidate(
     recipe: AnyRecipe | None = None,
     intent: str = "default",
     fused: float = 0.0,
-) -> ScoreBreakdown:
+) -> Score:
     """One candidate's relevance under a recipe, with every component reported. ``fused`` is the
     candidate's pool-level semantic score (`fused_semantic`, `pooled_semantic`), read by the fusion
     and relevance recipes only."""
@@ -83,9 +125,7 @@ def score_candidate(
             recipe.weight_semantic * semantic + recipe.weight_strength * c.strength + recipe.weight_recency * rec
         )
         importance = frequency = 0.0
-    # Built without validation: every field is a float or list computed just above, and a pool of
-    # ~60 candidates per query made validating them the largest Python cost of the read path.
-    return ScoreBreakdown.model_construct(
+    return Score(
         vector=c.vector,
         text=c.text,
         graph=c.graph,
@@ -180,6 +220,9 @@ def rank(
     return ranked
 
 
+_DEFAULT_RELEVANCE = RelevanceRecipe()  # read only: the default relevance weights
+
+
 def among_best_evidence(candidates: Sequence[Candidate], cfg: RetrievalSettings) -> list[Candidate]:
     """S5, forgetting demotes: strong memories are always candidates; a fading, critical or forgotten
     one stays only when it is among the query's best evidence by relevance alone, decided against
@@ -187,8 +230,7 @@ def among_best_evidence(candidates: Sequence[Candidate], cfg: RetrievalSettings)
     score, `pooled_semantic` with the default relevance weights), and has some evidence of its
     own: a text match or a cosine of at least ``demoted_min_cosine``. So an unrelated query keeps
     none of them, whatever its best candidate."""
-    weights = RelevanceRecipe()
-    semantic = pooled_semantic(candidates, weights)
+    semantic = pooled_semantic(candidates, _DEFAULT_RELEVANCE)
     best = max(semantic, default=0.0)
     keep = []
     for c, s in zip(candidates, semantic, strict=True):

@@ -467,7 +467,7 @@ def _scored(r: Ranked, tier: str, sources: dict, excerpts: list[str] | None = No
         source_ids=sources.get(row["id"], []),
         excerpts=excerpts or [],
         always_load=bool(row.get("always_load")),
-        score=r.score,
+        score=r.score.breakdown(),
         said_at=_said_at(row, sources.get(row["id"], [])),
         history=[],
     )

@@ -11,10 +11,11 @@ statement all results come through), whatever the searches returned. Recall seco
   does not serve. A large one asks the ANN index for a breadth widened by how much of the tenant
   the scope is, filters the rows it returns, and falls back to the exact scan when that comes up
   short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
-- text: a small scope is ranked by BM25 over its own rows and statistics in one statement; a
-  large one by the tenant's BM25 function with the scope applied while it gathers (migration 0027),
-  or, for a metadata filter (not known to the function), the tenant's ranking asked for more rows,
-  then filtered to the scope.
+- text: the tenant's BM25 function with the scope applied while it gathers, in a statement planned
+  for that scope (migration 0034): every match of a small scope scored, a large one gathered by
+  levels within it; the tenant's statistics either way, so a scope's ranking is the tenant's
+  ranking of its memories. A metadata filter (not known to the function) asks the tenant's ranking
+  for more rows, then filters them to the scope.
 """
 
 from __future__ import annotations
@@ -35,48 +36,6 @@ SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's in
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
 TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
 
-
-# BM25 (as migration 0016 scores it) over a small scope's own rows and statistics, in one statement:
-# the scope's rows (at most cap + 1), the query's lexemes with their weights, each row's occurrences
-# of them, then per row the sum of weight · idf · tf-saturation. One row at least, carrying how many
-# rows the scope holds (its id NULL when nothing in the scope matches).
-_SCOPE_BM25 = """
-WITH scoped AS MATERIALIZED (
-    SELECT m.id, m.search_tsv FROM memories m WHERE m.tenant_id = %(tenant)s AND {scoped} LIMIT %(cap)s + 1
-),
-q AS (
-    SELECT v.lexeme, max(t.w)::float8 AS w
-    FROM (SELECT %(query)s::text AS term, 1.0::float8 AS w
-          UNION ALL SELECT e, %(extra_weight)s::float8 FROM unnest(%(extra)s::text[]) e) t
-    CROSS JOIN LATERAL unnest(to_tsvector('english', t.term)) v
-    GROUP BY v.lexeme
-),
-stats AS (
-    SELECT count(*)::float8 AS n, greatest(coalesce(avg(length(s.search_tsv)), 1), 1)::float8 AS avglen,
-           (SELECT array_agg(lexeme) FROM q) AS lexemes
-    FROM scoped s
-),
-hits AS (
-    SELECT s.id, u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf, length(s.search_tsv)::float8 AS len
-    FROM scoped s CROSS JOIN stats st
-    CROSS JOIN LATERAL unnest(ts_filter(setweight(s.search_tsv, 'A', st.lexemes), '{{a}}')) u
-    WHERE u.lexeme = ANY(st.lexemes)
-),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)
-SELECT ranked.id, ranked.score, ranked.matched, st.n::int AS scope_rows
-FROM stats st
-LEFT JOIN LATERAL (
-    SELECT h.id,
-           sum(q.w * ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
-               * h.tf / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.len / st.avglen)))::real AS score,
-           count(*)::int AS matched
-    FROM hits h JOIN q ON q.lexeme = h.lexeme JOIN df ON df.lexeme = h.lexeme
-    GROUP BY h.id
-    ORDER BY 2 DESC, 1
-    LIMIT %(k)s
-) ranked ON true
-ORDER BY ranked.score DESC NULLS LAST, ranked.id
-"""
 
 # (tenant, scope) → (rows at least, read at monotonic s) for scopes too large for the exact pass, so
 # their next queries go straight to the widened ANN; bounded, per process.
@@ -228,26 +187,13 @@ class ScopedReads:
         params: BM25Params,
         with_cold: bool = False,
     ) -> list[dict]:
-        """BM25 within the scope. A small scope is ranked exactly in one statement over its own rows
-        and its own statistics (N, document frequencies and mean length counted over the scope: a
-        user's memories are the corpus that user searches); a large one is ranked by the tenant's
-        statistics over its own matches (a metadata filter: the tenant's ranking, widened, keeping
-        its own rows of it in rank order)."""
+        """BM25 within the scope: the tenant's ranking of the scope's own matches (every match of a
+        small scope; a large one gathered by levels within it). A metadata filter: the tenant's
+        ranking widened, keeping its own rows of it in rank order."""
         db = self.store.db
-        small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
-        if db.dialect.ranks_in_sql() and self._is_large(tenant_id, self.scope_cache_s) is None:
-            rows = db.tenant_read(
-                tenant_id,
-                *self._hints(),
-                (
-                    _SCOPE_BM25.format(scoped=self.enumerated("m")),
-                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
-                ),
-            )
-            if rows and int(rows[0]["scope_rows"]) <= small:
-                return [_text_row(r) for r in rows if r["id"] is not None]
         if db.dialect.ranks_in_sql() and not self.scope.metadata:
-            # a large scope: the tenant's ranking over the scope's own matches, gathered within it
+            # the tenant's ranking of the scope's own matches, gathered within it (exact for a
+            # small scope: migration 0034)
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold, scope=self.scope)
             return db.tenant_read(tenant_id, call)
         hits = self.store.text_rank(
@@ -286,9 +232,8 @@ class ScopedHistoricalReads:
     """A scope and ``as_of`` together (S7 with S11): what was believed then, among the memories in
     the scope now (scopes are organisation and carry no history of their own). The historical reads
     already scan the tenant's vectors exactly, so the scope costs them nothing more; its text is
-    ranked over the scope's believed rows when they are few, else by the tenant's statistics over
-    the scope's own matches (a metadata filter: the tenant's historical ranking widened and
-    filtered)."""
+    ranked by the tenant's statistics over the scope's own matches believed then (a metadata
+    filter: the tenant's historical ranking widened and filtered)."""
 
     history: HistoricalReads
     scope: ScopeFilter
@@ -338,20 +283,9 @@ class ScopedHistoricalReads:
         with_cold: bool = False,
     ) -> list[dict]:
         db = self.history.db
-        small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
-        if db.dialect.ranks_in_sql():
-            rows = db.tenant_read(
-                tenant_id,
-                (
-                    _SCOPE_BM25.format(scoped=self.live("m")),
-                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
-                ),
-            )
-            if rows and int(rows[0]["scope_rows"]) <= small:
-                return [_text_row(r) for r in rows if r["id"] is not None]
-            if not self.scope.metadata:  # a large scope: gathered within it, as of then
-                call = bm25_call(query, extra, k=k, cap=cap, params=params, as_of=self.history.as_of, scope=self.scope)
-                return db.tenant_read(tenant_id, call)
+        if db.dialect.ranks_in_sql() and not self.scope.metadata:  # gathered within the scope, as of then
+            call = bm25_call(query, extra, k=k, cap=cap, params=params, as_of=self.history.as_of, scope=self.scope)
+            return db.tenant_read(tenant_id, call)
         hits = self.history.text_rank(tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params)
         if not hits:
             return []
@@ -374,20 +308,3 @@ class ScopedHistoricalReads:
                 request.params(tenant_id, query_vector) | self._params(tenant_id),
             ),
         )
-
-
-def _bm25_params(query: str, extra: Sequence[str], params: BM25Params, *, k: int, cap: int) -> dict:
-    """`_SCOPE_BM25`'s query parameters."""
-    return {
-        "query": query,
-        "extra": list(extra),
-        "extra_weight": params.extra_weight,
-        "k1": params.k1,
-        "b": params.b,
-        "k": k,
-        "cap": cap,
-    }
-
-
-def _text_row(row: dict) -> dict:
-    return {"id": row["id"], "score": row["score"], "matched": row["matched"], "cold": False}

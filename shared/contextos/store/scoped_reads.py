@@ -20,6 +20,7 @@ statement all results come through), whatever the searches returned. Recall seco
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,16 +35,30 @@ from pgvector import Vector
 
 SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
+
+
+SCOPE_CANDIDATES = 2  # a widened ANN expects this many times k of the scope's rows among its candidates
+SHARE_FLOOR = 1e-3
+
+
+def ann_breadth(ef_search: int, k: int, share: float) -> int:
+    """The widened ANN's breadth for a scope that is ``share`` of the index's candidates near a
+    query (pgvector 0.6 filters after the index scan): enough for `SCOPE_CANDIDATES` · k of its
+    rows, never below the unscoped search's ``ef_search``, bounded by `MAX_BREADTH`."""
+    return min(MAX_BREADTH, max(ef_search, k, math.ceil(SCOPE_CANDIDATES * k / max(share, SHARE_FLOOR))))
+
+
 TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
 
 
-# (tenant, scope) → (rows at least, read at monotonic s) for scopes too large for the exact pass, so
-# their next queries go straight to the widened ANN; bounded, per process.
-_LARGE_SCOPES: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+# (tenant, scope) → (its share of the ANN's candidates near recent queries, found large at monotonic
+# s) for scopes too large for the exact pass, so their next queries go straight to a widened ANN
+# sized by that share; bounded, per process.
+_LARGE_SCOPES: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
 _LARGE_SCOPES_MAX = 1024
 
 
-def _remember(key: tuple[str, str], value: tuple[int, float]) -> None:
+def _remember(key: tuple[str, str], value: tuple[float, float]) -> None:
     _LARGE_SCOPES[key] = value
     _LARGE_SCOPES.move_to_end(key)
     while len(_LARGE_SCOPES) > _LARGE_SCOPES_MAX:
@@ -102,12 +117,31 @@ class ScopedReads:
                          FROM (SELECT m.id FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.enumerated("m")}
                                {limit}) ids
                          JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = ids.id AND v.searchable"""
+        if capped and self._by_vector_row:
+            # An owner's hot memories counted first, up to cap + 1, through its btree on memories
+            # (an index-only count): a large owner's vectors are then not read at all.
+            owner = " AND ".join(
+                f"m.{field} = %(scope_{field})s"
+                for field in ("user_id", "agent_id", "run_id")
+                if getattr(self.scope, field)
+            )
+            small = "WHERE (SELECT n FROM size) <= %(cap)s"
+            return f"""WITH size AS MATERIALIZED (
+                           SELECT count(*) AS n FROM (SELECT 1 FROM memories m
+                                                      WHERE m.tenant_id = %(tenant)s AND {live_now("m")} AND {owner}
+                                                      LIMIT %(cap)s + 1) owned),
+                       scoped AS MATERIALIZED ({scoped.replace("WHERE v.tenant_id", small + " AND v.tenant_id", 1)})
+                       SELECT near.id, near.vector_sim,
+                              greatest((SELECT n FROM size), (SELECT count(*) FROM scoped)) AS scope_rows
+                       FROM size LEFT JOIN LATERAL (
+                           SELECT memory_id AS id, 1.0 - distance AS vector_sim FROM scoped
+                           ORDER BY distance + 0.0, memory_id LIMIT %(k)s) near ON true"""
         # the sort key is not the ANN index's expression, so the index stays out of the exact pass
         return f"""WITH scoped AS MATERIALIZED ({scoped})
                    SELECT memory_id AS id, 1.0 - distance AS vector_sim, (SELECT count(*) FROM scoped) AS scope_rows
                    FROM scoped ORDER BY distance + 0.0, memory_id LIMIT %(k)s"""
 
-    def _is_large(self, tenant_id: str, scope_cache_s: float) -> tuple[int, float] | None:
+    def _is_large(self, tenant_id: str, scope_cache_s: float) -> tuple[float, float] | None:
         known = _LARGE_SCOPES.get((tenant_id, self.scope.model_dump_json()))
         if known is None or time.monotonic() - known[1] > max(scope_cache_s, 1.0):
             return None
@@ -133,13 +167,14 @@ class ScopedReads:
             # and how many there were; more than cap means the scope is large.
             rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=True), params))
             if not rows or int(rows[0]["scope_rows"]) <= cap or not db.dialect.ranks_in_sql():
-                _LARGE_SCOPES.pop(key, None)
-                return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
-            known = (int(rows[0]["scope_rows"]), time.monotonic())
-            _remember(key, known)
-        size = known[0]
-        hot = max(self.store._scope_size(tenant_id, scope_cache_s), size)
-        breadth = min(MAX_BREADTH, max(ef_search, k) * max(1, round(2 * hot / size)))
+                _LARGE_SCOPES.pop(key, None)  # small (again): exact
+                return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows if r["id"] is not None]
+            # still large: the share last seen, else at least cap + 1 of the tenant's hot rows
+            hot = max(self.store._scope_size(tenant_id, scope_cache_s), cap + 1)
+            seen = _LARGE_SCOPES.get(key)
+            known = (seen[0] if seen else (cap + 1) / hot, time.monotonic())
+        share = known[0]
+        breadth = ann_breadth(ef_search, k, share)
         if vectors_carry_scope(db.dialect.name):  # the ANN's rows carry the scope: filtered as they come
             near_scope = vector_scope_predicate("near", self.scope)
             memories = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
@@ -147,8 +182,10 @@ class ScopedReads:
         else:
             near_scope = "TRUE"
             join = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
-        ann = f"""SELECT id, vector_sim FROM (
-                      SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance
+        ann = f"""SELECT id, vector_sim, candidates, in_scope FROM (
+                      SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance,
+                             {near_scope} AS wanted, count(*) OVER () AS candidates,
+                             count(*) FILTER (WHERE {near_scope}) OVER () AS in_scope
                       FROM (
                           SELECT * FROM (
                               SELECT v.memory_id, v.embedding <=> %(q)s AS distance, v.user_id, v.agent_id, v.run_id,
@@ -163,17 +200,21 @@ class ScopedReads:
                            ORDER BY (v.embedding <=> %(q)s) + 0.0 LIMIT %(breadth)s)
                       ) near
                       {join}
-                      WHERE {near_scope}
                   ) hits
+                  WHERE wanted
                   ORDER BY distance, id
                   LIMIT %(k)s"""
         found = db.tenant_read(
             tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
         )
+        if found:  # the scope's share among the index's candidates near this query sizes the next one
+            seen = int(found[0]["in_scope"]) / max(int(found[0]["candidates"]), 1)
+            share = max((share + seen) / 2, SHARE_FLOOR)
+        _remember(key, (share, known[1]))
         if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
             rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=False), params))
-            found = [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
-        return found
+            return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
+        return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in found]
 
     def text_rank(
         self,

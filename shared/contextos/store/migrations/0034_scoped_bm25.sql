@@ -1,16 +1,15 @@
 -- dialect: postgres
--- 0034 (PostgreSQL): a scope's BM25 matches gathered by a statement planned for that scope.
+-- 0034 (PostgreSQL): one BM25 for every scope, a small one ranked over all its matches.
 --
--- 0027 applied the scope inside the function's static gathering queries ("scope_user IS NULL OR
--- m.user_id = scope_user"), one cached plan for every scope: the text index walked tenant-wide and
--- each match filtered, however small the scope. A small scope was therefore ranked by a second
--- implementation of BM25 over its own rows (in contextos.store.scoped_reads). Now the scope's
--- gathering statement holds only the predicates it has and is planned per call, so a user's
--- matches come through the user's index (or its intersection with the text index) and a large
--- scope's through the text index; every match of a scope with at most 4 · cap of them is scored
--- (exact), a larger one is gathered by 0027's levels within the scope. Scores, statistics (the
--- tenant's) and the unscoped path are 0027's: a scope's ranking is the tenant's ranking of the
--- scope's memories.
+-- A small scope was ranked by a second implementation of BM25 over its own rows and statistics
+-- (in contextos.store.scoped_reads), because 0027 applies the scope inside its static gathering
+-- queries ("scope_user IS NULL OR m.user_id = scope_user"): one cached plan for every scope, the
+-- text index walked tenant-wide and each match filtered. Now 0027's function serves every scope:
+-- an owner (user, agent, run) holding at most 20 · cap hot memories has all its matches gathered
+-- by a statement planned for it (contextos_bm25_scope_gather: only the predicates it has, planned
+-- per call, so its own index serves it) and scored; a larger scope, or tags alone, is gathered by
+-- 0027's levels within the scope. Scores and statistics (the tenant's) are 0027's, and so is the
+-- unscoped path: a scope's ranking is the tenant's ranking of the scope's memories.
 CREATE OR REPLACE FUNCTION contextos_bm25_scope_gather(
     tenant text, tsq text, as_of timestamptz, scope_user text, scope_agent text, scope_run text,
     scope_tags text[], lim integer
@@ -72,6 +71,7 @@ DECLARE
     level_q text;
     got uuid[];
     counted boolean;
+    owned bigint;
     scoped boolean := scope_user IS NOT NULL OR scope_agent IS NOT NULL OR scope_run IS NOT NULL
                       OR scope_tags IS NOT NULL;
 BEGIN
@@ -149,26 +149,27 @@ BEGIN
     IF cap IS NOT NULL AND (n_docs <= 4 * cap OR (SELECT sum(d) FROM unnest(gdf[1:cardinality(gather)]) d) <= 4 * cap) THEN
         cap := NULL;
     END IF;
-    IF scoped THEN
-        -- A scope's matches are gathered by a statement planned for this scope (its own index for a
-        -- small one, the text index filtered for a large one): first every match, up to 4 · cap of
-        -- them, which ranks a small scope exactly; else the levels below.
+    IF scoped AND cap IS NOT NULL AND coalesce(scope_user, scope_agent, scope_run) IS NOT NULL THEN
+        -- an owner (user, agent, run) of at most 20 · cap hot memories, counted through its btree
+        -- (index-only), has every match scored: exact, and cheaper than the levels
+        EXECUTE format(
+            'SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tenant_id = $1 AND m.state = ''active'''
+            ' AND m.tier = ''hot''%s%s%s LIMIT $5) s',
+            CASE WHEN scope_user IS NULL THEN '' ELSE ' AND m.user_id = $2' END,
+            CASE WHEN scope_agent IS NULL THEN '' ELSE ' AND m.agent_id = $3' END,
+            CASE WHEN scope_run IS NULL THEN '' ELSE ' AND m.run_id = $4' END)
+        INTO owned
+        USING tenant, scope_user, scope_agent, scope_run, 20 * cap + 1;
+        IF owned <= 20 * cap THEN
+            cap := NULL;
+        END IF;
+    END IF;
+    IF scoped AND cap IS NULL THEN
+        -- every match of the scope, by a statement planned for it (its own index, or that index
+        -- intersected with the text index), not 0027's one plan for every scope
         cand := contextos_bm25_scope_gather(
             tenant, array_to_string(ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(lex) x), ' | '), as_of,
-            scope_user, scope_agent, scope_run, scope_tags, CASE WHEN cap IS NULL THEN NULL ELSE 4 * cap + 1 END);
-        IF cap IS NOT NULL AND cardinality(cand) > 4 * cap THEN
-            cand := '{}';
-            FOR need IN REVERSE coalesce(cardinality(gather), 0) .. 1 LOOP
-                got := contextos_bm25_scope_gather(
-                    tenant, contextos_at_least_query(gather, need), as_of, scope_user, scope_agent, scope_run,
-                    scope_tags, cap);
-                IF cardinality(got) >= cap THEN
-                    cand := ARRAY(SELECT DISTINCT x FROM unnest(cand || got) x);
-                    EXIT;
-                END IF;
-                cand := got;
-            END LOOP;
-        END IF;
+            scope_user, scope_agent, scope_run, scope_tags, NULL);
     ELSIF cap IS NULL THEN
         cand := ARRAY(
             SELECT m.id FROM memories m

@@ -162,6 +162,11 @@ class ScopedReads:
         params = self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k, "cap": cap}
         key = (tenant_id, self.scope.model_dump_json())
         known = self._is_large(tenant_id, scope_cache_s)
+        seen = _LARGE_SCOPES.get(key)
+        # a scope whose share of the index's candidates puts it well above the exact pass's bound
+        # stays large without being counted again (the ANN still falls back when short)
+        if known is None and seen is not None and seen[0] * self.store._scope_size(tenant_id, scope_cache_s) > 2 * cap:
+            known = (seen[0], time.monotonic())
         if known is None:
             # One round trip for a small scope: its vectors (at most cap + 1), their exact distances,
             # and how many there were; more than cap means the scope is large.
@@ -171,7 +176,6 @@ class ScopedReads:
                 return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows if r["id"] is not None]
             # still large: the share last seen, else at least cap + 1 of the tenant's hot rows
             hot = max(self.store._scope_size(tenant_id, scope_cache_s), cap + 1)
-            seen = _LARGE_SCOPES.get(key)
             known = (seen[0] if seen else (cap + 1) / hot, time.monotonic())
         share = known[0]
         breadth = ann_breadth(ef_search, k, share)

@@ -130,15 +130,15 @@ def table_state(url: str) -> dict:
 _STATE_COLUMNS = ("last_vacuum", "last_autovacuum", "last_analyze", "last_autoanalyze")
 
 
-def in_scope(url: str, tenant: str, ids: set, scope: ScopeFilter | None) -> int:
-    """How many of ``ids`` fall outside ``scope`` (must be 0)."""
+def in_scope(conn: psycopg.Connection, tenant: str, ids: set, scope: ScopeFilter | None) -> int:
+    """How many of ``ids`` fall outside ``scope`` (must be 0). On the benchmark's one open connection:
+    a backend that ends takes its CPU time out of the server's sum (`ServerCpu`)."""
     if scope is None or not ids:
         return 0
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT id, user_id, agent_id, tags FROM memories WHERE tenant_id = %s AND id = ANY(%s)",
-            [tenant, list(ids)],
-        ).fetchall()
+    rows = conn.execute(
+        "SELECT id, user_id, agent_id, tags FROM memories WHERE tenant_id = %s AND id = ANY(%s)",
+        [tenant, list(ids)],
+    ).fetchall()
 
     def outside(user: str, agent: str, tags: list[str]) -> bool:
         wrong_owner = (scope.user_id and user != scope.user_id) or (scope.agent_id and agent != scope.agent_id)
@@ -215,7 +215,7 @@ def interleaved(
                 times[name].append(ms)
                 cpu[name].append(spent)
                 returned[name].append(len(ids))
-                violations[name] += in_scope(url, tenant, ids, scope)
+                violations[name] += in_scope(conn, tenant, ids, scope)
                 if scope is not None:  # the vector side against the exact scoped top-k
                     reads = ScopedReads(store, scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s)
                     got = reads.vector_search(
@@ -228,7 +228,7 @@ def interleaved(
                     )
                     exact = exact_scoped(conn, tenant, v, scope, cfg.vector_k)
                     recall[name].append(len({r["id"] for r in got} & exact) / max(len(exact), 1))
-                    violations[name] += in_scope(url, tenant, {r["id"] for r in got}, scope)
+                    violations[name] += in_scope(conn, tenant, {r["id"] for r in got}, scope)
     server.close()
     results = {
         name: {
@@ -307,11 +307,14 @@ def main() -> None:
         db.close()
 
     size = f"{args.large // 1000}k"
-    p95 = results["user"]["pipeline"]["p95"]
+    scoped = ("user", "agent", "tag")
+    worst = max(scoped, key=lambda name: results[name]["pipeline"]["p95"])  # the target holds for every scope
+    p95 = results[worst]["pipeline"]["p95"]
     ratio = p95 / raw["p95"]
     figures = {
         f"p95_ms_{size}_scoped": p95,
-        f"p50_ms_{size}_scoped": results["user"]["pipeline"]["p50"],
+        f"p50_ms_{size}_scoped": results[worst]["pipeline"]["p50"],
+        "scoped_worst_filter": worst,
         f"raw_hnsw_p95_ms_{size}": raw["p95"],
         f"raw_hnsw_p50_ms_{size}": raw["p50"],
         f"scoped_p95_over_raw_p95_{size}": round(ratio, 2),
@@ -339,30 +342,38 @@ def main() -> None:
         "data": {"load": loaded, "scopes": scopes},
         "table_state_before_after": [state_before, state_after],
     }
+    verdict = "pass" if ratio <= 5 else "fail"
     notes = [
-        f"One embedded PostgreSQL 16.2 + pgvector 0.6.2, one tenant of {len(corpus)} memories built by"
-        " benchmarks/retrieval.py's corpus and loader; then every memory gets a user (one of"
-        f" {USERS}), an agent (one of {AGENTS}) and, for one in {TAG_SHARE}, the tag 'billing'.",
-        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v, scope=…), the query embedding"
-        " excluded; the scope varies per query within each variant (25 users, both agents, the tag)."
+        f"One embedded PostgreSQL 16.2 + pgvector 0.6.2 (shared_buffers 128MB), one tenant of {len(corpus)} memories"
+        " built by benchmarks/retrieval.py's corpus and loader; then every memory gets a user (one of"
+        f" {USERS}), an agent (one of {AGENTS}) and, for one in {TAG_SHARE}, the tag 'billing'. The state measured is"
+        " the settled one a deployed tenant has: after the scope rewrite the tables are compacted (VACUUM FULL: the"
+        " rewrite had left every row's old version behind) and analysed before the HNSW build, and the lifecycle's"
+        " text statistics step (BM25 document frequencies, common words) has run, as benchmarks/retrieval.py does"
+        " (without it every BM25 call counts frequencies live: unscoped p95 was 468 ms against 51 ms there). Dead"
+        " rows and (auto)vacuum times before/after the measurement: `table_state_before_after`.",
+        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v, scope=…) with cold search as deployed, the"
+        " query embedding excluded; the scope varies per query within each variant (25 users, both agents, the tag)."
         " Raw = the unscoped owner-side pgvector HNSW top-20 at the pipeline's hnsw.ef_search on the same"
         " data and queries: the floor the target compares against. Per query the raw query and then every"
         " variant run back to back, so each ratio compares timings taken at the same moments (the machine"
         f" is shared: 1-minute load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on"
-        f" {os.cpu_count()} cores).",
-        f"Result: the user-scoped pipeline p95 {p95} ms = {ratio:.1f}x raw HNSW p95 {raw['p95']} ms"
-        f" (target ≤ 5x: {'pass' if ratio <= 5 else 'fail'}); agent scope (half the tenant)"
-        f" {results['agent']['pipeline']['p95']} ms, tag scope {results['tag']['pipeline']['p95']} ms, unscoped"
-        f" {results['unscoped']['pipeline']['p95']} ms. Scope violations: {figures['scope_violations']} (every"
-        " returned memory was checked against its scope).",
+        f" {os.cpu_count()} cores). CPU figures (`cpu_*`): this process's CPU time plus the embedded server's"
+        " backends' (/proc/<pid>/schedstat) per query, far less sensitive to the load than wall time.",
+        f"Result: the slowest scope filter ({worst}) has pipeline p95 {p95} ms = {ratio:.1f}x raw HNSW p95"
+        f" {raw['p95']} ms (target ≤ 5x for every filter: {verdict}); user"
+        f" {results['user']['pipeline']['p95']} ms, agent (half the tenant) {results['agent']['pipeline']['p95']} ms,"
+        f" tag (a tenth) {results['tag']['pipeline']['p95']} ms, unscoped {results['unscoped']['pipeline']['p95']} ms."
+        f" Scope violations: {figures['scope_violations']} (every returned memory was checked against its scope).",
         "Vector recall: per scoped query, the read path's vector search (ScopedReads.vector_search, outside the"
         " timed region) against the scope's exact top-k by cosine (owner-side, every vector of the scope):"
         + ", ".join(f" {name} {r['vector_recall']}" for name, r in results.items() if r["vector_recall"])
-        + ". A small scope is scanned exactly (recall 1 by construction); a large one goes through the widened ANN.",
-        "Since migration 0023 a memory's user/agent/run/tags are copied onto its vector row (triggers keep the copy),"
-        " so a small scope's vectors come through a btree on memory_vectors; a small scope's BM25 is ranked over its"
-        " own rows in one statement; large scopes (agent, tag) still take the tenant-wide BM25, widened and"
-        " filtered, so their latency follows that function.",
+        + ". A small scope (at most 4000 rows) is scanned exactly (recall 1 by construction); a large one goes"
+        " through the ANN widened to hold about 2·k of its rows by its share of the index's candidates, learnt from"
+        " its previous queries (pgvector 0.6.2 has no iterative index scans), never below hnsw.ef_search.",
+        "Text: one BM25 function for every scope (migration 0034): an owner (user, agent, run) of at most 20·bm25_cap"
+        " hot memories has every match ranked with the tenant's statistics through a statement planned for it; a"
+        " larger scope, or tags alone, is gathered by 0027's levels within the scope.",
     ]
     path = write_report("retrieval_scoped", figures, title="Scoped retrieval latency", notes=notes)
     print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from contextos.scopes import ScopeFilter
 from contextos.store.history import HistoricalReads, PoolRequest, believed, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
+from contextos.store.rows import TextHit, rows_of
 from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
 from contextos.store.text_search import BM25Params, bm25_call
 from pgvector import Vector
@@ -212,8 +213,8 @@ class ScopedReads:
             tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
         )
         if found:  # the scope's share among the index's candidates near this query sizes the next one
-            seen = int(found[0]["in_scope"]) / max(int(found[0]["candidates"]), 1)
-            share = max((share + seen) / 2, SHARE_FLOOR)
+            near = int(found[0]["in_scope"]) / max(int(found[0]["candidates"]), 1)
+            share = max((share + near) / 2, SHARE_FLOOR)
         _remember(key, (share, known[1]))
         if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
             rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=False), params))
@@ -231,7 +232,7 @@ class ScopedReads:
         cap: int | None,
         params: BM25Params,
         with_cold: bool = False,
-    ) -> list[dict]:
+    ) -> list[TextHit]:
         """BM25 within the scope: the tenant's ranking of the scope's own matches (every match of a
         small scope; a large one gathered by levels within it). A metadata filter: the tenant's
         ranking widened, keeping its own rows of it in rank order."""
@@ -240,7 +241,7 @@ class ScopedReads:
             # the tenant's ranking of the scope's own matches, gathered within it (exact for a
             # small scope: migration 0034)
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold, scope=self.scope)
-            return db.tenant_read(tenant_id, call)
+            return rows_of(TextHit, db.tenant_read(tenant_id, call))
         hits = self.store.text_rank(
             tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params, with_cold=with_cold
         )
@@ -326,11 +327,11 @@ class ScopedHistoricalReads:
         cap: int | None,
         params: BM25Params,
         with_cold: bool = False,
-    ) -> list[dict]:
+    ) -> list[TextHit]:
         db = self.history.db
         if db.dialect.ranks_in_sql() and not self.scope.metadata:  # gathered within the scope, as of then
             call = bm25_call(query, extra, k=k, cap=cap, params=params, as_of=self.history.as_of, scope=self.scope)
-            return db.tenant_read(tenant_id, call)
+            return rows_of(TextHit, db.tenant_read(tenant_id, call))
         hits = self.history.text_rank(tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params)
         if not hits:
             return []
@@ -343,7 +344,7 @@ class ScopedHistoricalReads:
             ),
         )
         keep = {r["id"] for r in rows}
-        return [h for h in hits if h["id"] in keep][:k]
+        return rows_of(TextHit, [h for h in hits if h["id"] in keep][:k])
 
     def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
         return self.history.db.tenant_read(

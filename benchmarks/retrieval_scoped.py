@@ -369,7 +369,7 @@ def main() -> None:
         " timed region) against the scope's exact top-k by cosine (owner-side, every vector of the scope):"
         + ", ".join(f" {name} {r['vector_recall']}" for name, r in results.items() if r["vector_recall"])
         + ". A small scope (at most 4000 rows) is scanned exactly (recall 1 by construction); a large one goes"
-        " through the ANN widened to hold about 2·k of its rows by its share of the index's candidates, learnt from"
+        " through the ANN widened to hold about 4·k of its rows by its share of the index's candidates, learnt from"
         " its previous queries (pgvector 0.6.2 has no iterative index scans), never below hnsw.ef_search.",
         "Text: one BM25 function for every scope (migration 0034): an owner (user, agent, run) of at most 20·bm25_cap"
         " hot memories has every match ranked with the tenant's statistics through a statement planned for it; a"

@@ -38,7 +38,7 @@ SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's in
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
 
 
-SCOPE_CANDIDATES = 2  # a widened ANN expects this many times k of the scope's rows among its candidates
+SCOPE_CANDIDATES = 4  # a widened ANN expects this many times k of the scope's rows among its candidates
 SHARE_FLOOR = 1e-3
 
 

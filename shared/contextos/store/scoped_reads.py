@@ -180,17 +180,19 @@ class ScopedReads:
             known = (seen[0] if seen else (cap + 1) / hot, time.monotonic())
         share = known[0]
         breadth = ann_breadth(ef_search, k, share)
+        # every candidate the index returned is counted, those in scope apart: a LEFT JOIN where
+        # the scope (or its metadata) is read on memories
+        memories = f"LEFT JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
         if vectors_carry_scope(db.dialect.name):  # the ANN's rows carry the scope: filtered as they come
-            near_scope = vector_scope_predicate("near", self.scope)
-            memories = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
+            wanted = vector_scope_predicate("near", self.scope)
             join = memories if self.scope.metadata else ""
+            wanted = f"({wanted} AND m.id IS NOT NULL)" if self.scope.metadata else wanted
         else:
-            near_scope = "TRUE"
-            join = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
+            wanted, join = "(m.id IS NOT NULL)", memories
         ann = f"""SELECT id, vector_sim, candidates, in_scope FROM (
                       SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance,
-                             {near_scope} AS wanted, count(*) OVER () AS candidates,
-                             count(*) FILTER (WHERE {near_scope}) OVER () AS in_scope
+                             {wanted} AS wanted, count(*) OVER () AS candidates,
+                             sum(CASE WHEN {wanted} THEN 1 ELSE 0 END) OVER () AS in_scope
                       FROM (
                           SELECT * FROM (
                               SELECT v.memory_id, v.embedding <=> %(q)s AS distance, v.user_id, v.agent_id, v.run_id,

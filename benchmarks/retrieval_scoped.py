@@ -38,20 +38,24 @@ from contextos.config import Settings
 from contextos.models import ContextRequest
 from contextos.observability import metrics
 from contextos.scopes import ScopeFilter
+from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
+from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.repository import MemoryStore
 from contextos.store.scoped_reads import ScopedReads
 from pgvector.psycopg import register_vector
 
+from benchmarks.locomo import MemoryBlobs
 from benchmarks.report import write_report
 from benchmarks.retrieval import (
     DIM,
     LARGE_TENANT,
     RAW_HNSW,
+    ServerCpu,
     build_corpus,
     build_index,
     corpus_vectors,
@@ -68,7 +72,7 @@ TAG_SHARE = 10  # one memory in this many carries the tag
 
 
 def assign_scopes(url: str, tenant: str) -> dict:
-    """Users, agents and a tag over the loaded memories, set-based, then ANALYZE."""
+    """Users, agents and a tag over the loaded memories, set-based, then compacted and analysed."""
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
@@ -80,7 +84,12 @@ def assign_scopes(url: str, tenant: str) -> dict:
                WHERE tenant_id = %(tenant)s""",
             {"users": USERS, "agents": AGENTS, "share": TAG_SHARE, "tenant": tenant},
         )
-        conn.execute("VACUUM ANALYZE memories")
+        # Rewritten in place, every row left a dead version behind (tables twice their size, a
+        # scope's rows spread over twice the pages): compacted as a load that carried the scopes
+        # from the start would have left them, then analysed (the HNSW index is built after this).
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute("VACUUM (FULL, ANALYZE) memories")
+        conn.execute("VACUUM (FULL, ANALYZE) memory_vectors")
     return {"scope_rows": scope_sizes(url, tenant)["scope_rows"], "assign_s": round(time.perf_counter() - started, 1)}
 
 
@@ -100,15 +109,36 @@ def scope_sizes(url: str, tenant: str) -> dict:
     return {"scope_rows": sizes}
 
 
-def in_scope(url: str, tenant: str, ids: set, scope: ScopeFilter | None) -> int:
-    """How many of ``ids`` fall outside ``scope`` (must be 0)."""
+def table_state(url: str) -> dict:
+    """Dead rows and the last (auto)vacuum/analyze of the tables the read path reads: whether the
+    measured state is the settled one a user has, not the one the scope rewrite just left."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            """SELECT relname, n_live_tup, n_dead_tup, last_vacuum, last_autovacuum, last_analyze, last_autoanalyze
+               FROM pg_stat_user_tables WHERE relname IN ('memories', 'memory_vectors') ORDER BY relname"""
+        ).fetchall()
+        running = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")
+        workers = running.fetchone()[0]
+    state = {
+        r[0]: {"live": r[1], "dead": r[2]}
+        | {k: str(v) if v else None for k, v in zip(_STATE_COLUMNS, r[3:], strict=True)}
+        for r in rows
+    }
+    return state | {"autovacuum_workers_running": workers}
+
+
+_STATE_COLUMNS = ("last_vacuum", "last_autovacuum", "last_analyze", "last_autoanalyze")
+
+
+def in_scope(conn: psycopg.Connection, tenant: str, ids: set, scope: ScopeFilter | None) -> int:
+    """How many of ``ids`` fall outside ``scope`` (must be 0). On the benchmark's one open connection:
+    a backend that ends takes its CPU time out of the server's sum (`ServerCpu`)."""
     if scope is None or not ids:
         return 0
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT id, user_id, agent_id, tags FROM memories WHERE tenant_id = %s AND id = ANY(%s)",
-            [tenant, list(ids)],
-        ).fetchall()
+    rows = conn.execute(
+        "SELECT id, user_id, agent_id, tags FROM memories WHERE tenant_id = %s AND id = ANY(%s)",
+        [tenant, list(ids)],
+    ).fetchall()
 
     def outside(user: str, agent: str, tags: list[str]) -> bool:
         wrong_owner = (scope.user_id and user != scope.user_id) or (scope.agent_id and agent != scope.agent_id)
@@ -157,24 +187,35 @@ def interleaved(
     returned: dict[str, list[int]] = {name: [] for name in variants}
     violations = dict.fromkeys(variants, 0)
     raw_times: list[float] = []
+    cpu: dict[str, list[float]] = {name: [] for name in [*variants, "raw"]}
+    server = ServerCpu(url)
+
+    def on_cpu(fn):
+        """(wall ms, result, client + server CPU ms) of one call."""
+        before, client = server.ms(), time.process_time()
+        ms, out = timed(fn)
+        return ms, out, server.ms() - before + (time.process_time() - client) * 1000.0
+
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
         conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
         for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
             measuring = i >= warmup
-            ms, _ = timed(lambda v=v: conn.execute(RAW_HNSW, [tenant, v]).fetchall())
+            ms, _, spent = on_cpu(lambda v=v: conn.execute(RAW_HNSW, [tenant, v]).fetchall())
             if measuring:
                 raw_times.append(ms)
+                cpu["raw"].append(spent)
             for name, scopes in variants.items():
                 scope = scopes[i % len(scopes)]
-                ms, result = timed(lambda q=q, v=v, scope=scope: run(q, v, scope))
+                ms, result, spent = on_cpu(lambda q=q, v=v, scope=scope: run(q, v, scope))
                 metrics.clear_metrics()
                 if not measuring:
                     continue
                 ids = {m.id for m in result.memories}
                 times[name].append(ms)
+                cpu[name].append(spent)
                 returned[name].append(len(ids))
-                violations[name] += in_scope(url, tenant, ids, scope)
+                violations[name] += in_scope(conn, tenant, ids, scope)
                 if scope is not None:  # the vector side against the exact scoped top-k
                     reads = ScopedReads(store, scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s)
                     got = reads.vector_search(
@@ -187,17 +228,19 @@ def interleaved(
                     )
                     exact = exact_scoped(conn, tenant, v, scope, cfg.vector_k)
                     recall[name].append(len({r["id"] for r in got} & exact) / max(len(exact), 1))
-                    violations[name] += in_scope(url, tenant, {r["id"] for r in got}, scope)
+                    violations[name] += in_scope(conn, tenant, {r["id"] for r in got}, scope)
+    server.close()
     results = {
         name: {
             "pipeline": pct(times[name]),
+            "cpu": pct(cpu[name]),
             "mean_returned": round(float(np.mean(returned[name])), 2),
             "violations": violations[name],
             "vector_recall": round(float(np.mean(recall[name])), 4) if recall[name] else None,
         }
         for name in variants
     }
-    return results, pct(raw_times)
+    return results, pct(raw_times) | {"cpu": pct(cpu["raw"])}
 
 
 def main() -> None:
@@ -232,10 +275,15 @@ def main() -> None:
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
         store = MemoryStore(db, settings.decay, settings.merge)
-        service = RetrievalService(settings=settings, store=store, embedder=embedder)
+        lifecycle = LifecycleStore(db, settings.decay, settings.lifecycle)  # its text-statistics step
+        # as deployed: cold stubs are searched too (there are none here, the searches still run)
+        cold = ColdStorage(lifecycle, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
+        service = RetrievalService(settings=settings, store=store, embedder=embedder, cold=cold)
         held = db.tenant_read(LARGE_TENANT, ("SELECT count(*) AS n FROM memories", None))[0]["n"]
         if held == len(corpus):  # a kept database (--data-dir) built by an earlier run
             loaded, scopes = {"memories": held, "reused": str(args.data_dir)}, scope_sizes(url, LARGE_TENANT)
+            with psycopg.connect(url, autocommit=True) as conn:  # settled as a fresh build leaves it
+                conn.execute("VACUUM ANALYZE memories, memory_vectors")
         else:
             pool = np.asarray(embedder.embed([p.text() for p in protos]), dtype=np.float32)
             vectors = corpus_vectors(corpus, pool, seed=6)
@@ -243,23 +291,30 @@ def main() -> None:
             scopes = assign_scopes(url, LARGE_TENANT)
             print(f"{len(corpus)} memories loaded {loaded} {scopes}; building HNSW…", flush=True)
             loaded["index_s"] = round(build_index(url), 1)
+        # the lifecycle's text statistics (BM25's document frequencies and common words), as a
+        # deployed tenant has them once its scheduled run has passed: retrieval.py does the same
+        loaded["common_lexemes"] = lifecycle.refresh_common_lexemes(LARGE_TENANT)
+        loaded["text_stats_lexemes"] = lifecycle.refresh_text_stats(LARGE_TENANT)
         variants = {"unscoped": [None], "user": users, "agent": agents, "tag": tags}
-        load_before = os.getloadavg()
+        load_before, state_before = os.getloadavg(), table_state(url)
         results, raw = interleaved(
             service, url, LARGE_TENANT, queries, qvecs, variants, settings.retrieval.hnsw_ef_search, args.warmup
         )
-        load_after = os.getloadavg()
+        load_after, state_after = os.getloadavg(), table_state(url)
         for name, result in results.items():
             print(f"{name}: {result}", flush=True)
         print(f"raw: {raw}", flush=True)
         db.close()
 
     size = f"{args.large // 1000}k"
-    p95 = results["user"]["pipeline"]["p95"]
+    scoped = ("user", "agent", "tag")
+    worst = max(scoped, key=lambda name: results[name]["pipeline"]["p95"])  # the target holds for every scope
+    p95 = results[worst]["pipeline"]["p95"]
     ratio = p95 / raw["p95"]
     figures = {
         f"p95_ms_{size}_scoped": p95,
-        f"p50_ms_{size}_scoped": results["user"]["pipeline"]["p50"],
+        f"p50_ms_{size}_scoped": results[worst]["pipeline"]["p50"],
+        "scoped_worst_filter": worst,
         f"raw_hnsw_p95_ms_{size}": raw["p95"],
         f"raw_hnsw_p50_ms_{size}": raw["p50"],
         f"scoped_p95_over_raw_p95_{size}": round(ratio, 2),
@@ -268,6 +323,14 @@ def main() -> None:
         **{f"p95_ms_{size}_{name}": r["pipeline"]["p95"] for name, r in results.items()},
         **{f"p50_ms_{size}_{name}": r["pipeline"]["p50"] for name, r in results.items()},
         **{f"{name}_over_raw_p95_{size}": round(r["pipeline"]["p95"] / raw["p95"], 2) for name, r in results.items()},
+        **{f"cpu_p95_ms_{size}_{name}": r["cpu"]["p95"] for name, r in results.items()},
+        **{f"cpu_p50_ms_{size}_{name}": r["cpu"]["p50"] for name, r in results.items()},
+        f"raw_hnsw_cpu_p95_ms_{size}": raw["cpu"]["p95"],
+        f"raw_hnsw_cpu_p50_ms_{size}": raw["cpu"]["p50"],
+        **{
+            f"{name}_cpu_over_raw_cpu_p95_{size}": round(r["cpu"]["p95"] / raw["cpu"]["p95"], 2)
+            for name, r in results.items()
+        },
         **{f"mean_returned_{name}": r["mean_returned"] for name, r in results.items()},
         **{f"vector_recall_at_k_{name}": r["vector_recall"] for name, r in results.items() if r["vector_recall"]},
         "scope_violations": sum(r["violations"] for r in results.values()),
@@ -277,31 +340,40 @@ def main() -> None:
         "exact_scan_max_rows": settings.retrieval.exact_scan_max_rows,
         "run_s": round(time.perf_counter() - wall, 0),
         "data": {"load": loaded, "scopes": scopes},
+        "table_state_before_after": [state_before, state_after],
     }
+    verdict = "pass" if ratio <= 5 else "fail"
     notes = [
-        f"One embedded PostgreSQL 16.2 + pgvector 0.6.2, one tenant of {len(corpus)} memories built by"
-        " benchmarks/retrieval.py's corpus and loader; then every memory gets a user (one of"
-        f" {USERS}), an agent (one of {AGENTS}) and, for one in {TAG_SHARE}, the tag 'billing'.",
-        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v, scope=…), the query embedding"
-        " excluded; the scope varies per query within each variant (25 users, both agents, the tag)."
+        f"One embedded PostgreSQL 16.2 + pgvector 0.6.2 (shared_buffers 128MB), one tenant of {len(corpus)} memories"
+        " built by benchmarks/retrieval.py's corpus and loader; then every memory gets a user (one of"
+        f" {USERS}), an agent (one of {AGENTS}) and, for one in {TAG_SHARE}, the tag 'billing'. The state measured is"
+        " the settled one a deployed tenant has: after the scope rewrite the tables are compacted (VACUUM FULL: the"
+        " rewrite had left every row's old version behind) and analysed before the HNSW build, and the lifecycle's"
+        " text statistics step (BM25 document frequencies, common words) has run, as benchmarks/retrieval.py does"
+        " (without it every BM25 call counts frequencies live: unscoped p95 was 468 ms against 51 ms there). Dead"
+        " rows and (auto)vacuum times before/after the measurement: `table_state_before_after`.",
+        "Pipeline = RetrievalService.context(dry_run=True, query_vector=v, scope=…) with cold search as deployed, the"
+        " query embedding excluded; the scope varies per query within each variant (25 users, both agents, the tag)."
         " Raw = the unscoped owner-side pgvector HNSW top-20 at the pipeline's hnsw.ef_search on the same"
         " data and queries: the floor the target compares against. Per query the raw query and then every"
         " variant run back to back, so each ratio compares timings taken at the same moments (the machine"
         f" is shared: 1-minute load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on"
-        f" {os.cpu_count()} cores).",
-        f"Result: the user-scoped pipeline p95 {p95} ms = {ratio:.1f}x raw HNSW p95 {raw['p95']} ms"
-        f" (target ≤ 5x: {'pass' if ratio <= 5 else 'fail'}); agent scope (half the tenant)"
-        f" {results['agent']['pipeline']['p95']} ms, tag scope {results['tag']['pipeline']['p95']} ms, unscoped"
-        f" {results['unscoped']['pipeline']['p95']} ms. Scope violations: {figures['scope_violations']} (every"
-        " returned memory was checked against its scope).",
+        f" {os.cpu_count()} cores). CPU figures (`cpu_*`): this process's CPU time plus the embedded server's"
+        " backends' (/proc/<pid>/schedstat) per query, far less sensitive to the load than wall time.",
+        f"Result: the slowest scope filter ({worst}) has pipeline p95 {p95} ms = {ratio:.1f}x raw HNSW p95"
+        f" {raw['p95']} ms (target ≤ 5x for every filter: {verdict}); user"
+        f" {results['user']['pipeline']['p95']} ms, agent (half the tenant) {results['agent']['pipeline']['p95']} ms,"
+        f" tag (a tenth) {results['tag']['pipeline']['p95']} ms, unscoped {results['unscoped']['pipeline']['p95']} ms."
+        f" Scope violations: {figures['scope_violations']} (every returned memory was checked against its scope).",
         "Vector recall: per scoped query, the read path's vector search (ScopedReads.vector_search, outside the"
         " timed region) against the scope's exact top-k by cosine (owner-side, every vector of the scope):"
         + ", ".join(f" {name} {r['vector_recall']}" for name, r in results.items() if r["vector_recall"])
-        + ". A small scope is scanned exactly (recall 1 by construction); a large one goes through the widened ANN.",
-        "Since migration 0023 a memory's user/agent/run/tags are copied onto its vector row (triggers keep the copy),"
-        " so a small scope's vectors come through a btree on memory_vectors; a small scope's BM25 is ranked over its"
-        " own rows in one statement; large scopes (agent, tag) still take the tenant-wide BM25, widened and"
-        " filtered, so their latency follows that function.",
+        + ". A small scope (at most 4000 rows) is scanned exactly (recall 1 by construction); a large one goes"
+        " through the ANN widened to hold about 4·k of its rows by its share of the index's candidates, learnt from"
+        " its previous queries (pgvector 0.6.2 has no iterative index scans), never below hnsw.ef_search.",
+        "Text: one BM25 function for every scope (migration 0034): an owner (user, agent, run) of at most 20·bm25_cap"
+        " hot memories has every match ranked with the tenant's statistics through a statement planned for it; a"
+        " larger scope, or tags alone, is gathered by 0027's levels within the scope.",
     ]
     path = write_report("retrieval_scoped", figures, title="Scoped retrieval latency", notes=notes)
     print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")

@@ -113,3 +113,40 @@ def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
         )
         == []
     )
+
+
+@pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter falcon lynx bison", "heron lynx"])
+def test_a_scopes_ranking_is_the_tenants_ranking_of_its_memories(configured, tenant, query):
+    """One BM25 for every scope (migration 0034): a small scope's every match is scored with the
+    tenant's statistics, so its top k is the tenant's exact ranking filtered to the scope; a scope
+    gathered by levels scores each row it returns exactly as the tenant's ranking does."""
+    texts = corpus(400, seed=3)
+    ids = add(tenant, texts)
+    ana, bo = ids[:30], ids[30:]
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute("UPDATE memories SET user_id = 'ana', agent_id = 'a1' WHERE id = ANY(%s)", [ana])
+        conn.execute("UPDATE memories SET user_id = 'bo', tags = '{night}' WHERE id = ANY(%s)", [bo[::2]])
+    db = container.database()
+    params = BM25Params()
+    tenant_exact = db.tenant_read(tenant, bm25_call(query, [], k=len(ids), cap=None, params=params))
+    score = {r["id"]: r["score"] for r in tenant_exact}
+    assert len(score) > 100  # the query matches far beyond ana's 30 memories
+
+    small = ScopeFilter(user_id="ana")
+    expected = [(r["id"], r["score"]) for r in tenant_exact if r["id"] in set(ana)][:10]
+    for reads in (
+        ScopedReads(container.memory_store(), small),
+        ScopedHistoricalReads(HistoricalReads(db, datetime.now(UTC)), small),
+    ):
+        # cap 12: the tenant (400) and the query's postings are far above 4 x cap, ana's matches below
+        got = reads.text_rank(tenant, query, [], [], k=10, cap=12, params=params)
+        assert [(r["id"], r["score"]) for r in got] == expected, type(reads).__name__
+
+    large = ScopeFilter(tags=["night"])  # 185 rows: with cap 12 the levels are walked within the scope
+    got = db.tenant_read(tenant, bm25_call(query, [], k=10, cap=12, params=params, scope=large))
+    assert len(got) == 10 and {r["id"] for r in got} <= set(bo[::2])
+    assert all(r["score"] == score[r["id"]] for r in got)
+    every = db.tenant_read(tenant, bm25_call(query, [], k=10, cap=None, params=params, scope=large))
+    assert [(r["id"], r["score"]) for r in every] == [
+        (r["id"], r["score"]) for r in tenant_exact if r["id"] in set(bo[::2])
+    ][:10]

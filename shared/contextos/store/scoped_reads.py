@@ -11,14 +11,16 @@ statement all results come through), whatever the searches returned. Recall seco
   does not serve. A large one asks the ANN index for a breadth widened by how much of the tenant
   the scope is, filters the rows it returns, and falls back to the exact scan when that comes up
   short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
-- text: a small scope is ranked by BM25 over its own rows and statistics in one statement; a
-  large one by the tenant's BM25 function with the scope applied while it gathers (migration 0027),
-  or, for a metadata filter (not known to the function), the tenant's ranking asked for more rows,
-  then filtered to the scope.
+- text: the tenant's BM25 function with the scope applied while it gathers, in a statement planned
+  for that scope (migration 0034): every match of a small scope scored, a large one gathered by
+  levels within it; the tenant's statistics either way, so a scope's ranking is the tenant's
+  ranking of its memories. A metadata filter (not known to the function) asks the tenant's ranking
+  for more rows, then filters them to the scope.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -27,64 +29,37 @@ from dataclasses import dataclass
 from contextos.scopes import ScopeFilter
 from contextos.store.history import HistoricalReads, PoolRequest, believed, candidate_pool_sql, live_now
 from contextos.store.repository import MemoryStore
+from contextos.store.rows import TextHit, rows_of
 from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
 from contextos.store.text_search import BM25Params, bm25_call
 from pgvector import Vector
 
 SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
 MAX_BREADTH = 1000  # hnsw.ef_search beyond this costs more than the exact scan of a mid-size scope
+
+
+SCOPE_CANDIDATES = 4  # a widened ANN expects this many times k of the scope's rows among its candidates
+SHARE_FLOOR = 1e-3
+
+
+def ann_breadth(ef_search: int, k: int, share: float) -> int:
+    """The widened ANN's breadth for a scope that is ``share`` of the index's candidates near a
+    query (pgvector 0.6 filters after the index scan): enough for `SCOPE_CANDIDATES` · k of its
+    rows, never below the unscoped search's ``ef_search``, bounded by `MAX_BREADTH`."""
+    return min(MAX_BREADTH, max(ef_search, k, math.ceil(SCOPE_CANDIDATES * k / max(share, SHARE_FLOOR))))
+
+
 TEXT_WIDENING = 4  # a scoped text search asks the tenant-wide one for this many times k
 
 
-# BM25 (as migration 0016 scores it) over a small scope's own rows and statistics, in one statement:
-# the scope's rows (at most cap + 1), the query's lexemes with their weights, each row's occurrences
-# of them, then per row the sum of weight · idf · tf-saturation. One row at least, carrying how many
-# rows the scope holds (its id NULL when nothing in the scope matches).
-_SCOPE_BM25 = """
-WITH scoped AS MATERIALIZED (
-    SELECT m.id, m.search_tsv FROM memories m WHERE m.tenant_id = %(tenant)s AND {scoped} LIMIT %(cap)s + 1
-),
-q AS (
-    SELECT v.lexeme, max(t.w)::float8 AS w
-    FROM (SELECT %(query)s::text AS term, 1.0::float8 AS w
-          UNION ALL SELECT e, %(extra_weight)s::float8 FROM unnest(%(extra)s::text[]) e) t
-    CROSS JOIN LATERAL unnest(to_tsvector('english', t.term)) v
-    GROUP BY v.lexeme
-),
-stats AS (
-    SELECT count(*)::float8 AS n, greatest(coalesce(avg(length(s.search_tsv)), 1), 1)::float8 AS avglen,
-           (SELECT array_agg(lexeme) FROM q) AS lexemes
-    FROM scoped s
-),
-hits AS (
-    SELECT s.id, u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS tf, length(s.search_tsv)::float8 AS len
-    FROM scoped s CROSS JOIN stats st
-    CROSS JOIN LATERAL unnest(ts_filter(setweight(s.search_tsv, 'A', st.lexemes), '{{a}}')) u
-    WHERE u.lexeme = ANY(st.lexemes)
-),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)
-SELECT ranked.id, ranked.score, ranked.matched, st.n::int AS scope_rows
-FROM stats st
-LEFT JOIN LATERAL (
-    SELECT h.id,
-           sum(q.w * ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
-               * h.tf / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.len / st.avglen)))::real AS score,
-           count(*)::int AS matched
-    FROM hits h JOIN q ON q.lexeme = h.lexeme JOIN df ON df.lexeme = h.lexeme
-    GROUP BY h.id
-    ORDER BY 2 DESC, 1
-    LIMIT %(k)s
-) ranked ON true
-ORDER BY ranked.score DESC NULLS LAST, ranked.id
-"""
-
-# (tenant, scope) → (rows at least, read at monotonic s) for scopes too large for the exact pass, so
-# their next queries go straight to the widened ANN; bounded, per process.
-_LARGE_SCOPES: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+# (tenant, scope) → (its share of the ANN's candidates near recent queries, found large at monotonic
+# s) for scopes too large for the exact pass, so their next queries go straight to a widened ANN
+# sized by that share; bounded, per process.
+_LARGE_SCOPES: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
 _LARGE_SCOPES_MAX = 1024
 
 
-def _remember(key: tuple[str, str], value: tuple[int, float]) -> None:
+def _remember(key: tuple[str, str], value: tuple[float, float]) -> None:
     _LARGE_SCOPES[key] = value
     _LARGE_SCOPES.move_to_end(key)
     while len(_LARGE_SCOPES) > _LARGE_SCOPES_MAX:
@@ -143,12 +118,31 @@ class ScopedReads:
                          FROM (SELECT m.id FROM memories m WHERE m.tenant_id = %(tenant)s AND {self.enumerated("m")}
                                {limit}) ids
                          JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = ids.id AND v.searchable"""
+        if capped and self._by_vector_row:
+            # An owner's hot memories counted first, up to cap + 1, through its btree on memories
+            # (an index-only count): a large owner's vectors are then not read at all.
+            owner = " AND ".join(
+                f"m.{field} = %(scope_{field})s"
+                for field in ("user_id", "agent_id", "run_id")
+                if getattr(self.scope, field)
+            )
+            small = "WHERE (SELECT n FROM size) <= %(cap)s"
+            return f"""WITH size AS MATERIALIZED (
+                           SELECT count(*) AS n FROM (SELECT 1 FROM memories m
+                                                      WHERE m.tenant_id = %(tenant)s AND {live_now("m")} AND {owner}
+                                                      LIMIT %(cap)s + 1) owned),
+                       scoped AS MATERIALIZED ({scoped.replace("WHERE v.tenant_id", small + " AND v.tenant_id", 1)})
+                       SELECT near.id, near.vector_sim,
+                              greatest((SELECT n FROM size), (SELECT count(*) FROM scoped)) AS scope_rows
+                       FROM size LEFT JOIN LATERAL (
+                           SELECT memory_id AS id, 1.0 - distance AS vector_sim FROM scoped
+                           ORDER BY distance + 0.0, memory_id LIMIT %(k)s) near ON true"""
         # the sort key is not the ANN index's expression, so the index stays out of the exact pass
         return f"""WITH scoped AS MATERIALIZED ({scoped})
                    SELECT memory_id AS id, 1.0 - distance AS vector_sim, (SELECT count(*) FROM scoped) AS scope_rows
                    FROM scoped ORDER BY distance + 0.0, memory_id LIMIT %(k)s"""
 
-    def _is_large(self, tenant_id: str, scope_cache_s: float) -> tuple[int, float] | None:
+    def _is_large(self, tenant_id: str, scope_cache_s: float) -> tuple[float, float] | None:
         known = _LARGE_SCOPES.get((tenant_id, self.scope.model_dump_json()))
         if known is None or time.monotonic() - known[1] > max(scope_cache_s, 1.0):
             return None
@@ -169,27 +163,36 @@ class ScopedReads:
         params = self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k, "cap": cap}
         key = (tenant_id, self.scope.model_dump_json())
         known = self._is_large(tenant_id, scope_cache_s)
+        seen = _LARGE_SCOPES.get(key)
+        # a scope whose share of the index's candidates puts it well above the exact pass's bound
+        # stays large without being counted again (the ANN still falls back when short)
+        if known is None and seen is not None and seen[0] * self.store._scope_size(tenant_id, scope_cache_s) > 2 * cap:
+            known = (seen[0], time.monotonic())
         if known is None:
             # One round trip for a small scope: its vectors (at most cap + 1), their exact distances,
             # and how many there were; more than cap means the scope is large.
             rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=True), params))
             if not rows or int(rows[0]["scope_rows"]) <= cap or not db.dialect.ranks_in_sql():
-                _LARGE_SCOPES.pop(key, None)
-                return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
-            known = (int(rows[0]["scope_rows"]), time.monotonic())
-            _remember(key, known)
-        size = known[0]
-        hot = max(self.store._scope_size(tenant_id, scope_cache_s), size)
-        breadth = min(MAX_BREADTH, max(ef_search, k) * max(1, round(2 * hot / size)))
+                _LARGE_SCOPES.pop(key, None)  # small (again): exact
+                return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows if r["id"] is not None]
+            # still large: the share last seen, else at least cap + 1 of the tenant's hot rows
+            hot = max(self.store._scope_size(tenant_id, scope_cache_s), cap + 1)
+            known = (seen[0] if seen else (cap + 1) / hot, time.monotonic())
+        share = known[0]
+        breadth = ann_breadth(ef_search, k, share)
+        # every candidate the index returned is counted, those in scope apart: a LEFT JOIN where
+        # the scope (or its metadata) is read on memories
+        memories = f"LEFT JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
         if vectors_carry_scope(db.dialect.name):  # the ANN's rows carry the scope: filtered as they come
-            near_scope = vector_scope_predicate("near", self.scope)
-            memories = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
+            wanted = vector_scope_predicate("near", self.scope)
             join = memories if self.scope.metadata else ""
+            wanted = f"({wanted} AND m.id IS NOT NULL)" if self.scope.metadata else wanted
         else:
-            near_scope = "TRUE"
-            join = f"JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
-        ann = f"""SELECT id, vector_sim FROM (
-                      SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance
+            wanted, join = "(m.id IS NOT NULL)", memories
+        ann = f"""SELECT id, vector_sim, candidates, in_scope FROM (
+                      SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance,
+                             {wanted} AS wanted, count(*) OVER () AS candidates,
+                             sum(CASE WHEN {wanted} THEN 1 ELSE 0 END) OVER () AS in_scope
                       FROM (
                           SELECT * FROM (
                               SELECT v.memory_id, v.embedding <=> %(q)s AS distance, v.user_id, v.agent_id, v.run_id,
@@ -204,17 +207,21 @@ class ScopedReads:
                            ORDER BY (v.embedding <=> %(q)s) + 0.0 LIMIT %(breadth)s)
                       ) near
                       {join}
-                      WHERE {near_scope}
                   ) hits
+                  WHERE wanted
                   ORDER BY distance, id
                   LIMIT %(k)s"""
         found = db.tenant_read(
             tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
         )
+        if found:  # the scope's share among the index's candidates near this query sizes the next one
+            near = int(found[0]["in_scope"]) / max(int(found[0]["candidates"]), 1)
+            share = max((share + near) / 2, SHARE_FLOOR)
+        _remember(key, (share, known[1]))
         if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
             rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=False), params))
-            found = [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
-        return found
+            return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
+        return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in found]
 
     def text_rank(
         self,
@@ -227,29 +234,16 @@ class ScopedReads:
         cap: int | None,
         params: BM25Params,
         with_cold: bool = False,
-    ) -> list[dict]:
-        """BM25 within the scope. A small scope is ranked exactly in one statement over its own rows
-        and its own statistics (N, document frequencies and mean length counted over the scope: a
-        user's memories are the corpus that user searches); a large one is ranked by the tenant's
-        statistics over its own matches (a metadata filter: the tenant's ranking, widened, keeping
-        its own rows of it in rank order)."""
+    ) -> list[TextHit]:
+        """BM25 within the scope: the tenant's ranking of the scope's own matches (every match of a
+        small scope; a large one gathered by levels within it). A metadata filter: the tenant's
+        ranking widened, keeping its own rows of it in rank order."""
         db = self.store.db
-        small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
-        if db.dialect.ranks_in_sql() and self._is_large(tenant_id, self.scope_cache_s) is None:
-            rows = db.tenant_read(
-                tenant_id,
-                *self._hints(),
-                (
-                    _SCOPE_BM25.format(scoped=self.enumerated("m")),
-                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
-                ),
-            )
-            if rows and int(rows[0]["scope_rows"]) <= small:
-                return [_text_row(r) for r in rows if r["id"] is not None]
         if db.dialect.ranks_in_sql() and not self.scope.metadata:
-            # a large scope: the tenant's ranking over the scope's own matches, gathered within it
+            # the tenant's ranking of the scope's own matches, gathered within it (exact for a
+            # small scope: migration 0034)
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold, scope=self.scope)
-            return db.tenant_read(tenant_id, call)
+            return rows_of(TextHit, db.tenant_read(tenant_id, call))
         hits = self.store.text_rank(
             tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params, with_cold=with_cold
         )
@@ -286,9 +280,8 @@ class ScopedHistoricalReads:
     """A scope and ``as_of`` together (S7 with S11): what was believed then, among the memories in
     the scope now (scopes are organisation and carry no history of their own). The historical reads
     already scan the tenant's vectors exactly, so the scope costs them nothing more; its text is
-    ranked over the scope's believed rows when they are few, else by the tenant's statistics over
-    the scope's own matches (a metadata filter: the tenant's historical ranking widened and
-    filtered)."""
+    ranked by the tenant's statistics over the scope's own matches believed then (a metadata
+    filter: the tenant's historical ranking widened and filtered)."""
 
     history: HistoricalReads
     scope: ScopeFilter
@@ -336,22 +329,11 @@ class ScopedHistoricalReads:
         cap: int | None,
         params: BM25Params,
         with_cold: bool = False,
-    ) -> list[dict]:
+    ) -> list[TextHit]:
         db = self.history.db
-        small = min(self.exact_scan_max_rows, SCOPED_EXACT_MAX_ROWS)
-        if db.dialect.ranks_in_sql():
-            rows = db.tenant_read(
-                tenant_id,
-                (
-                    _SCOPE_BM25.format(scoped=self.live("m")),
-                    self._params(tenant_id) | _bm25_params(query, extra, params, k=k, cap=small),
-                ),
-            )
-            if rows and int(rows[0]["scope_rows"]) <= small:
-                return [_text_row(r) for r in rows if r["id"] is not None]
-            if not self.scope.metadata:  # a large scope: gathered within it, as of then
-                call = bm25_call(query, extra, k=k, cap=cap, params=params, as_of=self.history.as_of, scope=self.scope)
-                return db.tenant_read(tenant_id, call)
+        if db.dialect.ranks_in_sql() and not self.scope.metadata:  # gathered within the scope, as of then
+            call = bm25_call(query, extra, k=k, cap=cap, params=params, as_of=self.history.as_of, scope=self.scope)
+            return rows_of(TextHit, db.tenant_read(tenant_id, call))
         hits = self.history.text_rank(tenant_id, query, extra, phrases, k=k * TEXT_WIDENING, cap=cap, params=params)
         if not hits:
             return []
@@ -364,7 +346,7 @@ class ScopedHistoricalReads:
             ),
         )
         keep = {r["id"] for r in rows}
-        return [h for h in hits if h["id"] in keep][:k]
+        return rows_of(TextHit, [h for h in hits if h["id"] in keep][:k])
 
     def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[dict]:
         return self.history.db.tenant_read(
@@ -374,20 +356,3 @@ class ScopedHistoricalReads:
                 request.params(tenant_id, query_vector) | self._params(tenant_id),
             ),
         )
-
-
-def _bm25_params(query: str, extra: Sequence[str], params: BM25Params, *, k: int, cap: int) -> dict:
-    """`_SCOPE_BM25`'s query parameters."""
-    return {
-        "query": query,
-        "extra": list(extra),
-        "extra_weight": params.extra_weight,
-        "k1": params.k1,
-        "b": params.b,
-        "k": k,
-        "cap": cap,
-    }
-
-
-def _text_row(row: dict) -> dict:
-    return {"id": row["id"], "score": row["score"], "matched": row["matched"], "cold": False}

@@ -1,15 +1,16 @@
 -- dialect: postgres
 -- 0034 (PostgreSQL): one BM25 for every scope, a small one ranked over all its matches.
 --
--- A small scope was ranked by a second implementation of BM25 over its own rows and statistics
--- (in contextos.store.scoped_reads), because 0027 applies the scope inside its static gathering
--- queries ("scope_user IS NULL OR m.user_id = scope_user"): one cached plan for every scope, the
--- text index walked tenant-wide and each match filtered. Now 0032's function (0027's, each match
--- scored as it is read) serves every scope: an owner (user, agent, run) holding at most 20 · cap hot memories has all its matches gathered
--- by a statement planned for it (contextos_bm25_scope_gather: only the predicates it has, planned
--- per call, so its own index serves it) and scored; a larger scope, or tags alone, is gathered by
--- 0027's levels within the scope. Scores and statistics (the tenant's) are 0027's; 0032's unscoped
--- path is unchanged: a scope's ranking is the tenant's ranking of the scope's memories.
+-- A small scope was ranked by a second implementation of BM25 over its own rows and statistics (in
+-- contextos.store.scoped_reads), because 0027 applies the scope inside its static gathering queries
+-- ("scope_user IS NULL OR m.user_id = scope_user"): one cached plan for every scope, the text index
+-- walked tenant-wide and each match filtered. Now 0032's function (0027's, each match scored as it
+-- is read) serves every scope: an owner (user, agent, run) holding at most 20 · cap hot memories
+-- has all its matches gathered by a statement planned for it (contextos_bm25_scope_gather: only the
+-- predicates it has, planned per call, so its own index serves it) and scored; a larger scope, or
+-- tags alone, is gathered by 0027's levels within the scope. Scores and statistics (the tenant's)
+-- are 0027's; 0032's unscoped path is unchanged: a scope's ranking is the tenant's ranking of the
+-- scope's memories.
 CREATE OR REPLACE FUNCTION contextos_bm25_scope_gather(
     tenant text, tsq text, as_of timestamptz, scope_user text, scope_agent text, scope_run text,
     scope_tags text[], lim integer

@@ -12,12 +12,14 @@ PostgreSQL is started in a temp dir, so nothing touches ``.contextos/``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -399,6 +401,29 @@ def cpu_bound_rate(units: float, cpu: dict, *keys: str) -> float:
     return units * 1000 * (os.cpu_count() or 1) / spent if spent else 0.0
 
 
+@contextlib.contextmanager
+def _data_dir(path: str) -> Iterator[str]:
+    """A temporary data dir, or ``path`` kept between runs."""
+    if not path:
+        with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+            yield tmp
+        return
+    Path(path).mkdir(parents=True, exist_ok=True)
+    yield path
+
+
+def _reuse(data_dir: Path, db: Database, existing: int) -> tuple[int, bool]:
+    """This run's number in ``data_dir`` and whether its 100k tenant (and HNSW index) is already loaded."""
+    counter = data_dir / "runs"
+    run = int(counter.read_text()) + 1 if counter.exists() else 0
+    counter.write_text(str(run))
+    with db.pool.connection() as conn:
+        row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = 'bench-full'").fetchone()
+        index = conn.execute("SELECT to_regclass('memory_vectors_hnsw') IS NOT NULL AS ok").fetchone()
+    loaded = bool(row and row["hot_memories"] >= existing and index and index["ok"])
+    return run, loaded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--existing", type=int, default=100_000)
@@ -414,6 +439,14 @@ def main() -> None:
         help="the server's shared_buffers ('' keeps the embedded default, 128MB, which the 100k HNSW index outgrows)",
     )
     parser.add_argument("--no-vacuum", action="store_true", help="measure right after the bulk load, before VACUUM")
+    parser.add_argument(
+        "--data-dir",
+        default="",
+        help="keep the embedded server's data here; a later run reuses its preloaded tenant (iterating)",
+    )
+    parser.add_argument(
+        "--store-only", action="store_true", help="the store-path figures only (iterating); writes no report"
+    )
     args = parser.parse_args()
 
     settings = Settings()
@@ -422,26 +455,35 @@ def main() -> None:
     def load(name: str) -> None:
         loads[name] = [round(x, 2) for x in os.getloadavg()]
 
-    with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+    with _data_dir(args.data_dir) as tmp:
         url = embedded_database_url(Path(tmp))
         if args.shared_buffers:
             set_shared_buffers(url, Path(tmp) / "pg", args.shared_buffers)
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=args.workers + 2)
         store = MemoryStore(db, settings.decay, settings.merge)
+        run, reuse = _reuse(Path(tmp), db, args.existing) if args.data_dir else (0, False)
+        seed = 1000 * run  # fresh labels each run on reused data
 
         pgdata = Path(tmp) / "pg"
         cpu: dict[str, dict] = {name: {} for name in ("at_0", "at_100k", "at_100k_concurrent", "gated", "gated_seq")}
         load("start")
         at_0 = store_path(
-            store, settings, "bench-empty", args.docs, args.concepts, seed=1, pgdata=pgdata, cpu=cpu["at_0"]
+            store,
+            settings,
+            f"bench-empty-{run}",
+            args.docs,
+            args.concepts,
+            seed=seed + 1,
+            pgdata=pgdata,
+            cpu=cpu["at_0"],
         )
         print(f"store path, empty tenant: {at_0:,.0f} concepts/s")
-        load_s = preload(url, "bench-full", args.existing, skip_vacuum=args.no_vacuum)
-        print(f"preloaded {args.existing:,} memories with their HNSW index in {load_s:.0f} s")
+        load_s = 0.0 if reuse else preload(url, "bench-full", args.existing, skip_vacuum=args.no_vacuum)
+        print(f"preloaded {args.existing:,} memories with their HNSW index in {load_s:.0f} s (reused: {reuse})")
         load("after_preload")
         at_full = store_path(
-            store, settings, "bench-full", args.docs, args.concepts, seed=2, pgdata=pgdata, cpu=cpu["at_100k"]
+            store, settings, "bench-full", args.docs, args.concepts, seed=seed + 2, pgdata=pgdata, cpu=cpu["at_100k"]
         )
         print(f"store path, {args.existing:,} existing: {at_full:,.0f} concepts/s ({at_full / at_0:.2f}x of empty)")
         at_full_n = store_path(
@@ -450,7 +492,7 @@ def main() -> None:
             "bench-full",
             args.docs,
             args.concepts,
-            seed=4,
+            seed=seed + 4,
             pgdata=pgdata,
             cpu=cpu["at_100k_concurrent"],
             workers=args.workers,
@@ -474,7 +516,14 @@ def main() -> None:
         gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
         gated = MemoryStore(db, settings.decay, settings.merge, gate=gate)
         gated_seq = store_path(
-            gated, settings, "bench-full", args.docs // 2, args.concepts, seed=3, pgdata=pgdata, cpu=cpu["gated_seq"]
+            gated,
+            settings,
+            "bench-full",
+            args.docs // 2,
+            args.concepts,
+            seed=seed + 3,
+            pgdata=pgdata,
+            cpu=cpu["gated_seq"],
         )
         gated_full = store_path(
             gated,
@@ -482,7 +531,7 @@ def main() -> None:
             "bench-full",
             args.docs // 2,
             args.concepts,
-            seed=5,
+            seed=seed + 5,
             pgdata=pgdata,
             cpu=cpu["gated"],
             workers=args.workers,
@@ -493,6 +542,9 @@ def main() -> None:
             f" ({args.workers} at a time), {gated_seq:,.0f} one at a time"
         )
         load("after_gated")
+        if args.store_only:
+            db.close()
+            return
         e2e, cpu_e2e = end_to_end(
             gated, url, "bench-e2e", args.e2e_docs, workers=args.e2e_workers, pgdata=pgdata, threads=args.e2e_threads
         )

@@ -1,12 +1,17 @@
 """SQS ingest queue → documents: our own jobs and S3 upload notifications, with partial batch failures.
 
-Each message is processed once: Powertools idempotency keyed on the SQS message id, with its
+A batch's document jobs are processed first, together (``IngestionService.process_batch``: one
+admission transaction per tenant); each record then reports its own job's outcome. Each message
+is processed once: Powertools idempotency keyed on the SQS message id, with its
 records in PostgreSQL. A redelivery of a handled message gets the saved receipt back without
 calling the service; a failed message leaves no record, so the queue's retry runs it again.
 """
 
+from collections.abc import Mapping
+from functools import partial
+
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSEvent, SQSRecord
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from contextos import container
@@ -31,8 +36,12 @@ idempotency_config = IdempotencyConfig(
     persistence_store=container.idempotency_store(),
     key_prefix=IDEMPOTENCY_KEY_PREFIX,
 )
-def record_handler(record: SQSRecord) -> dict:
-    container.ingestion().handle_message(ingest_message(record.body))
+def record_handler(record: SQSRecord, batch: Mapping[str, Exception | None] | None = None) -> dict:
+    if batch is not None and record.message_id in batch:
+        if (error := batch[record.message_id]) is not None:
+            raise error
+    else:
+        container.ingestion().handle_message(ingest_message(record.body))
     return {"messageId": record.message_id, "md5OfBody": record.md5_of_body}
 
 
@@ -41,4 +50,6 @@ def record_handler(record: SQSRecord) -> dict:
 @metrics.log_metrics
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
     idempotency_config.register_lambda_context(context)
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    batch = container.ingestion().process_batch({r.message_id: r.body for r in SQSEvent(event).records})
+    handler = partial(record_handler, batch=batch)
+    return process_partial_response(event=event, record_handler=handler, processor=processor, context=context)

@@ -34,7 +34,7 @@ class LookupRow(TypedDict):
     acronyms: list[str] | None
     importance: int
     created_at: datetime | None
-    ingest_seq: NotRequired[int | None]  # the order of admission (memories admitted in one transaction share created_at)
+    ingest_seq: NotRequired[int | None]  # admission order: one transaction's memories share created_at
 
 
 class NearRow(TypedDict):

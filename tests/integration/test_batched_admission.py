@@ -196,6 +196,7 @@ def test_a_batch_admitted_in_one_transaction_equals_admitting_its_documents_one_
 
     a, b = snapshot(batched), snapshot(single)
     assert a == b
+
     def counts(r):
         return (r.stored.created, r.stored.merged, r.stored.items, r.stored.edges, len(r.stored.memory_ids), r.report)
 

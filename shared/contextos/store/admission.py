@@ -183,7 +183,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         finishing its own document. All or nothing: when one fails nothing is written, and the
         caller admits them one by one so that one bad document never costs the others."""
         prejudged = [self.prejudge(tenant_id, d.candidates) for d in documents]
-        created: set[UUID] = set()
+        created_here: set[UUID] = set()
         with self.db.tenant_tx(tenant_id) as conn:
             results = [
                 self._admit(
@@ -196,7 +196,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
                     actor=actor,
                     prejudged=cache,
                     finish=self._finisher(tenant_id, d.source),
-                    created=created,
+                    created_here=created_here,
                 ).result
                 for d, cache in zip(documents, prejudged, strict=True)
             ]
@@ -286,13 +286,13 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         prejudged: JudgementCache | None = None,
         finish: Callable[[Any, dict[str, Any]], None] | None = None,
         scope: Scope | None = None,
-        created: set[UUID] | None = None,
+        created_here: set[UUID] | None = None,
     ) -> Admitted:
         """S4 step 7 inside the caller's transaction, for any source (None: a manual memory or a
         promotion): the tenant lock, merges, the contradiction gate (S7), upserts, items, edges
         and audit rows. Held candidates (the trust gate's) go to the review queue only. Returns
         the result and its counts. ``finish(conn, counts)`` runs last, with the final writes (one
-        round trip): the source's own bookkeeping. ``created`` collects the memories created in this
+        round trip): the source's own bookkeeping. ``created_here`` collects the memories created in this
         transaction across calls (a batch of documents): one of them merged into later is a merge."""
         # Each embedding crosses into numpy once: the LSH sketch and the vectors sent to SQL share it.
         matrix = np.asarray([c.embedding for c in candidates], dtype=np.float32)
@@ -334,9 +334,9 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         memory_sketches = {memory.norm_key: (lsh.signatures[i], lsh.band_keys[i], vectors[i]) for i, memory in chosen}
         texts = source_texts(candidates, final_keys, chosen)
         rows = self._upsert_memories(conn, tenant_id, memories, texts) if memories else []
-        if created is not None:  # the upsert tells a fresh row by its creation time, shared by the transaction
-            rows = [r | {"inserted": False} if r["inserted"] and r["id"] in created else r for r in rows]
-            created.update(r["id"] for r in rows if r["inserted"])
+        if created_here is not None:  # the upsert tells a fresh row by its creation time, shared by the transaction
+            rows = [r | {"inserted": False} if r["inserted"] and r["id"] in created_here else r for r in rows]
+            created_here.update(r["id"] for r in rows if r["inserted"])
         ids = {r["norm_key"]: r["id"] for r in rows}
         pairs = related_pairs(candidates, final_keys, ids)
         result = store_result(candidates, rows, len(pairs))

@@ -683,6 +683,7 @@ def main() -> None:
             " concept against its five most similar active memories sharing a subject word (one statement for"
             " the document's concepts), half the documents.",
             "load_average: os.getloadavg() at each stage (1, 5, 15 minutes): other work on this shared machine.",
+            f"Load average in this run (1, 5, 15 minutes) by stage: {loads}.",
         ],
     )
     print(f"report: {path}")

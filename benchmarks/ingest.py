@@ -12,12 +12,15 @@ PostgreSQL is started in a temp dir, so nothing touches ``.contextos/``.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import os
 import random
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,6 +37,8 @@ from contextos.lsh import signature_prefix, sketch
 from contextos.models import BASE_TRUST, Concept, DocumentJob, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.services.contradiction import ContradictionGate
+from contextos.sources import DocumentSource
+from contextos.store.admission import DocumentAdmission
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
@@ -88,10 +93,15 @@ def concept_batch(rng: random.Random, doc: int, size: int) -> list[Concept]:
     return concepts
 
 
-def server_cpu_ns(pgdata: Path) -> int:
+BACKGROUND = ("autovacuum", "walwriter", "checkpointer", "background writer", "launcher")
+
+
+def server_cpu_ns(pgdata: Path, *, backends_only: bool = False) -> int:
     """CPU time so far of the embedded server's processes (the postmaster and its children: backends,
     WAL writer, background writer, autovacuum), from /proc/<pid>/schedstat (Linux). With client CPU
-    it gives per-document costs that other work on a shared machine distorts less than wall time."""
+    it gives per-document costs that other work on a shared machine distorts less than wall time.
+    ``backends_only``: the backends serving connections alone, without the background processes
+    (autovacuum's passes over the tables, HNSW index included, come when they come)."""
     postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
     total = 0
     for proc in Path("/proc").iterdir():
@@ -100,6 +110,10 @@ def server_cpu_ns(pgdata: Path) -> int:
         try:
             parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
             if parent == postmaster or int(proc.name) == postmaster:
+                if backends_only and (
+                    int(proc.name) == postmaster or any(b in (proc / "cmdline").read_text() for b in BACKGROUND)
+                ):
+                    continue
                 total += int((proc / "schedstat").read_text().split()[0])
         except (OSError, ValueError, IndexError):  # gone meanwhile, or no schedstat
             continue
@@ -117,10 +131,13 @@ def store_path(
     pgdata: Path | None = None,
     cpu: dict | None = None,
     workers: int = 1,
+    batch: int = 1,
 ) -> float:
     """Concepts per second through steps 4-7 for ``docs`` documents of ``size`` concepts, ``workers``
-    documents at a time (as concurrent Lambda invocations of the ingest queue would). With
-    ``pgdata`` and ``cpu``, also the server's and this process's CPU milliseconds per document."""
+    batches at a time (as concurrent Lambda invocations of the ingest queue would), ``batch``
+    documents a batch admitted together as the ingest function admits an SQS batch's documents
+    (``AdmissionStore.admit_documents``: one transaction). With ``pgdata`` and ``cpu``, also the
+    server's and this process's CPU milliseconds per document."""
     rng = random.Random(seed)
     vectors = unit_vectors(docs * size, np.random.default_rng(seed))
     batches = [concept_batch(rng, seed * 10_000 + d, size) for d in range(docs)]
@@ -137,10 +154,11 @@ def store_path(
     ]
     cfg = settings.extraction
     server_started = server_cpu_ns(pgdata) if pgdata else 0
+    backends_started = server_cpu_ns(pgdata, backends_only=True) if pgdata else 0
     client_started = time.process_time()
     started = time.perf_counter()
 
-    def one(d: int) -> None:
+    def prepared(d: int) -> DocumentAdmission:
         concepts, doc_id = batches[d], doc_ids[d]
         report = validate(
             concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
@@ -161,26 +179,36 @@ def store_path(
             )
             for i, c in enumerate(report.accepted)
         ]
-        store.store_document_concepts(
-            tenant,
-            doc_id,
-            candidates,
-            embedder_id="bench",
+        source = DocumentSource(
+            document_id=doc_id,
+            provenance=Provenance.user_upload,
             source_type="text",
             domain="general",
             counts={},
             raw_text="x",
         )
+        return DocumentAdmission(candidates, source)
 
+    def one(first: int) -> None:
+        documents = [prepared(d) for d in range(first, min(first + batch, docs))]
+        if batch == 1:
+            (document,) = documents
+            store.store_concepts(tenant, document.candidates, document.source, embedder_id="bench")
+        else:
+            store.admit_documents(tenant, documents, embedder_id="bench")
+
+    starts = range(0, docs, batch)
     if workers == 1:
-        for d in range(docs):
-            one(d)
+        for first in starts:
+            one(first)
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(one, range(docs)))
+            list(pool.map(one, starts))
     elapsed = time.perf_counter() - started
     if pgdata and cpu is not None:
         cpu["server_ms_per_doc"] = round((server_cpu_ns(pgdata) - server_started) / docs / 1e6, 2)
+        backends_ns = server_cpu_ns(pgdata, backends_only=True) - backends_started
+        cpu["backends_ms_per_doc"] = round(backends_ns / docs / 1e6, 2)
         cpu["client_ms_per_doc"] = round((time.process_time() - client_started) / docs * 1e3, 2)
         cpu["wall_ms_per_doc"] = round(elapsed / docs * 1e3, 2)
     return docs * size / elapsed
@@ -399,12 +427,48 @@ def cpu_bound_rate(units: float, cpu: dict, *keys: str) -> float:
     return units * 1000 * (os.cpu_count() or 1) / spent if spent else 0.0
 
 
+def deployed_batch_size() -> int:
+    """The ingest queue's SQS batch size as the infrastructure deploys it (read from its source, so
+    the benchmark needs no CDK)."""
+    source = (Path(__file__).resolve().parents[1] / "infra" / "components" / "ingestion.py").read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "INGEST_BATCH_SIZE" for t in node.targets):
+            return int(ast.literal_eval(node.value))
+    raise LookupError("INGEST_BATCH_SIZE not found in infra/components/ingestion.py")
+
+
+@contextlib.contextmanager
+def _data_dir(path: str) -> Iterator[str]:
+    """A temporary data dir, or ``path`` kept between runs."""
+    if not path:
+        with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+            yield tmp
+        return
+    Path(path).mkdir(parents=True, exist_ok=True)
+    yield path
+
+
+def _reuse(data_dir: Path, db: Database, existing: int) -> tuple[int, bool]:
+    """This run's number in ``data_dir`` and whether its 100k tenant (and HNSW index) is already loaded."""
+    counter = data_dir / "runs"
+    run = int(counter.read_text()) + 1 if counter.exists() else 0
+    counter.write_text(str(run))
+    with db.pool.connection() as conn:
+        row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = 'bench-full'").fetchone()
+        index = conn.execute("SELECT to_regclass('memory_vectors_hnsw') IS NOT NULL AS ok").fetchone()
+    loaded = bool(row and row["hot_memories"] >= existing and index and index["ok"])
+    return run, loaded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--existing", type=int, default=100_000)
     parser.add_argument("--docs", type=int, default=100, help="documents per store-path measurement")
     parser.add_argument("--concepts", type=int, default=20, help="concepts per document")
-    parser.add_argument("--workers", type=int, default=4, help="documents stored at a time (concurrent Lambdas)")
+    parser.add_argument("--workers", type=int, default=4, help="batches stored at a time (concurrent Lambdas)")
+    parser.add_argument(
+        "--batch", type=int, default=deployed_batch_size(), help="documents a batch (the ingest queue's SQS batch size)"
+    )
     parser.add_argument("--e2e-docs", type=int, default=60)
     parser.add_argument("--e2e-workers", type=int, default=2, help="ingest worker processes end to end")
     parser.add_argument("--e2e-threads", type=int, default=1, help="the embedder's intra-op threads per worker")
@@ -414,6 +478,14 @@ def main() -> None:
         help="the server's shared_buffers ('' keeps the embedded default, 128MB, which the 100k HNSW index outgrows)",
     )
     parser.add_argument("--no-vacuum", action="store_true", help="measure right after the bulk load, before VACUUM")
+    parser.add_argument(
+        "--data-dir",
+        default="",
+        help="keep the embedded server's data here; a later run reuses its preloaded tenant (iterating)",
+    )
+    parser.add_argument(
+        "--store-only", action="store_true", help="the store-path figures only (iterating); writes no report"
+    )
     args = parser.parse_args()
 
     settings = Settings()
@@ -422,26 +494,37 @@ def main() -> None:
     def load(name: str) -> None:
         loads[name] = [round(x, 2) for x in os.getloadavg()]
 
-    with tempfile.TemporaryDirectory(prefix="contextos-bench-") as tmp:
+    with _data_dir(args.data_dir) as tmp:
         url = embedded_database_url(Path(tmp))
         if args.shared_buffers:
             set_shared_buffers(url, Path(tmp) / "pg", args.shared_buffers)
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=args.workers + 2)
         store = MemoryStore(db, settings.decay, settings.merge)
+        run, reuse = _reuse(Path(tmp), db, args.existing) if args.data_dir else (0, False)
+        seed = 1000 * run  # fresh labels each run on reused data
 
         pgdata = Path(tmp) / "pg"
-        cpu: dict[str, dict] = {name: {} for name in ("at_0", "at_100k", "at_100k_concurrent", "gated", "gated_seq")}
+        cpu: dict[str, dict] = {
+            name: {} for name in ("at_0", "at_100k", "at_100k_concurrent", "gated", "gated_seq", "gated_unbatched")
+        }
         load("start")
         at_0 = store_path(
-            store, settings, "bench-empty", args.docs, args.concepts, seed=1, pgdata=pgdata, cpu=cpu["at_0"]
+            store,
+            settings,
+            f"bench-empty-{run}",
+            args.docs,
+            args.concepts,
+            seed=seed + 1,
+            pgdata=pgdata,
+            cpu=cpu["at_0"],
         )
         print(f"store path, empty tenant: {at_0:,.0f} concepts/s")
-        load_s = preload(url, "bench-full", args.existing, skip_vacuum=args.no_vacuum)
-        print(f"preloaded {args.existing:,} memories with their HNSW index in {load_s:.0f} s")
+        load_s = 0.0 if reuse else preload(url, "bench-full", args.existing, skip_vacuum=args.no_vacuum)
+        print(f"preloaded {args.existing:,} memories with their HNSW index in {load_s:.0f} s (reused: {reuse})")
         load("after_preload")
         at_full = store_path(
-            store, settings, "bench-full", args.docs, args.concepts, seed=2, pgdata=pgdata, cpu=cpu["at_100k"]
+            store, settings, "bench-full", args.docs, args.concepts, seed=seed + 2, pgdata=pgdata, cpu=cpu["at_100k"]
         )
         print(f"store path, {args.existing:,} existing: {at_full:,.0f} concepts/s ({at_full / at_0:.2f}x of empty)")
         at_full_n = store_path(
@@ -450,10 +533,11 @@ def main() -> None:
             "bench-full",
             args.docs,
             args.concepts,
-            seed=4,
+            seed=seed + 4,
             pgdata=pgdata,
             cpu=cpu["at_100k_concurrent"],
             workers=args.workers,
+            batch=args.batch,
         )
         print(f"  ... {args.workers} documents at a time: {at_full_n:,.0f} concepts/s")
         # What the deployed admission adds on top of S4: the S7 contradiction gate (local judge).
@@ -474,7 +558,15 @@ def main() -> None:
         gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
         gated = MemoryStore(db, settings.decay, settings.merge, gate=gate)
         gated_seq = store_path(
-            gated, settings, "bench-full", args.docs // 2, args.concepts, seed=3, pgdata=pgdata, cpu=cpu["gated_seq"]
+            gated,
+            settings,
+            "bench-full",
+            args.docs // 2,
+            args.concepts,
+            seed=seed + 3,
+            pgdata=pgdata,
+            cpu=cpu["gated_seq"],
+            batch=args.batch,
         )
         gated_full = store_path(
             gated,
@@ -482,17 +574,34 @@ def main() -> None:
             "bench-full",
             args.docs // 2,
             args.concepts,
-            seed=5,
+            seed=seed + 5,
             pgdata=pgdata,
             cpu=cpu["gated"],
+            workers=args.workers,
+            batch=args.batch,
+        )
+        # The same, one document a transaction (before the batched admission): the A/B in one run.
+        gated_unbatched = store_path(
+            gated,
+            settings,
+            "bench-full",
+            args.docs // 2,
+            args.concepts,
+            seed=seed + 6,
+            pgdata=pgdata,
+            cpu=cpu["gated_unbatched"],
             workers=args.workers,
         )
         print(f"  per document: {cpu}")
         print(
             f"store path with the contradiction gate, {args.existing:,} existing: {gated_full:,.0f} concepts/s"
-            f" ({args.workers} at a time), {gated_seq:,.0f} one at a time"
+            f" ({args.workers} batches of {args.batch} at a time), {gated_seq:,.0f} one batch at a time,"
+            f" {gated_unbatched:,.0f} unbatched ({args.workers} documents at a time)"
         )
         load("after_gated")
+        if args.store_only:
+            db.close()
+            return
         e2e, cpu_e2e = end_to_end(
             gated, url, "bench-e2e", args.e2e_docs, workers=args.e2e_workers, pgdata=pgdata, threads=args.e2e_threads
         )
@@ -512,6 +621,11 @@ def main() -> None:
             "store_gated_concepts_per_s_at_100k": round(gated_full, 1),
             "store_gated_sequential_concepts_per_s_at_100k": round(gated_seq, 1),
             "gated_over_ungated_at_100k": round(gated_full / at_full_n, 3),
+            "store_gated_unbatched_concepts_per_s_at_100k": round(gated_unbatched, 1),
+            "batched_over_unbatched_gated_at_100k": round(gated_full / gated_unbatched, 3),
+            "store_gated_unbatched_cpu_bound_concepts_per_s_at_100k": round(
+                cpu_bound_rate(size, cpu["gated_unbatched"], "server_ms_per_doc", "client_ms_per_doc"), 1
+            ),
             "store_gated_cpu_bound_concepts_per_s_at_100k": round(
                 cpu_bound_rate(size, cpu["gated"], "server_ms_per_doc", "client_ms_per_doc"), 1
             ),
@@ -528,6 +642,8 @@ def main() -> None:
             "store_cpu_per_doc_at_100k_concurrent": cpu["at_100k_concurrent"],
             "store_gated_cpu_per_doc_at_100k": cpu["gated"],
             "store_gated_sequential_cpu_per_doc_at_100k": cpu["gated_seq"],
+            "store_gated_unbatched_cpu_per_doc_at_100k": cpu["gated_unbatched"],
+            "documents_per_batch": args.batch,
             "workers": args.workers,
             "e2e_workers": args.e2e_workers,
             "e2e_embedder_threads": args.e2e_threads,
@@ -541,10 +657,15 @@ def main() -> None:
         },
         title="Ingestion throughput",
         notes=[
-            "Store path: S4 steps 4-7 with precomputed (random unit) embeddings; one transaction per document.",
+            "Store path: S4 steps 4-7 with precomputed (random unit) embeddings. As deployed, the ingest function"
+            f" admits an SQS batch's documents of one tenant in one transaction (batch size {args.batch}, read from"
+            " infra/components/ingestion.py INGEST_BATCH_SIZE): the at_100k_concurrent and gated figures admit"
+            f" {args.batch} documents a transaction through AdmissionStore.admit_documents; at_0 and at_100k one"
+            " document a transaction, and store_gated_unbatched_* the gated path one document a transaction"
+            " (the path before batching), measured in the same run.",
             "Baseline: the same path into an empty tenant, measured in the same run.",
             f"Concurrency as deployed: the ingest queue's Lambdas run up to 10 at a time (infra/components/"
-            f"ingestion.py); here {args.workers} documents of one tenant are stored at a time (threads, one"
+            f"ingestion.py); here {args.workers} batches of one tenant are stored at a time (threads, one"
             " connection each), beside the one-at-a-time figure. The tenant lock still serializes step 7.",
             "store_cpu_per_doc_*: CPU milliseconds per document of the embedded server's processes (schedstat)"
             " and of the benchmark process, beside wall time: on a shared machine wall time also counts waiting"
@@ -562,6 +683,7 @@ def main() -> None:
             " concept against its five most similar active memories sharing a subject word (one statement for"
             " the document's concepts), half the documents.",
             "load_average: os.getloadavg() at each stage (1, 5, 15 minutes): other work on this shared machine.",
+            f"Load average in this run (1, 5, 15 minutes) by stage: {loads}.",
         ],
     )
     print(f"report: {path}")

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 from uuid import UUID
 
 from contextos.models import MemoryCandidate, StoreResult
@@ -34,6 +34,7 @@ class LookupRow(TypedDict):
     acronyms: list[str] | None
     importance: int
     created_at: datetime | None
+    ingest_seq: NotRequired[int | None]  # admission order: one transaction's memories share created_at
 
 
 class NearRow(TypedDict):
@@ -77,7 +78,10 @@ class MergePlan:
 
 def order_lookup_rows(rows: Sequence[LookupRow]) -> list[LookupRow]:
     """Acronym pairs are tried most important first, then oldest (the order of ``merge_targets``)."""
-    return sorted(rows, key=lambda r: (-r["importance"], r["created_at"] is None, r["created_at"] or 0))
+    return sorted(
+        rows,
+        key=lambda r: (-r["importance"], r["created_at"] is None, r["created_at"] or 0, r.get("ingest_seq") or 0),
+    )
 
 
 def nearest_by_candidate(rows: Sequence[NearRow]) -> dict[int, str]:

@@ -20,7 +20,7 @@ from contextos.scopes import Scope
 from contextos.sources import ConceptSource
 
 if TYPE_CHECKING:
-    from contextos.store.admission import Admitted
+    from contextos.store.admission import Admitted, DocumentAdmission
     from contextos.store.db import Database
     from contextos.store.history import PoolRequest
     from contextos.store.promotion import Promotion
@@ -109,6 +109,12 @@ class AdmissionPort(Protocol):
     def links(self, tenant_id: str, memory_id: UUID, types: Sequence[str]) -> dict[str, list[UUID]]: ...
 
     def settle_vectors(self, tenant_id: str, *, limit: int) -> int: ...
+
+    def admit_documents(
+        self, tenant_id: str, documents: Sequence[DocumentAdmission], *, embedder_id: str, actor: str = "ingest"
+    ) -> list[StoreResult]: ...
+
+    def source_owner(self, tenant_id: str, document_id: UUID | None, session_id: str | None) -> Scope: ...
 
 
 class TextRanking(Protocol):

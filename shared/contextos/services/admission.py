@@ -16,13 +16,14 @@ from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.embedding import Embedder
 from contextos.extraction.validation import validate
+from contextos.governance_models import HeldCandidate
 from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
 from contextos.normalization import norm_key
 from contextos.ports import AdmissionPort
 from contextos.scopes import Scope
 from contextos.services.governance import TrustGate
 from contextos.sources import ConceptSource, DocumentSource
-from contextos.store.scopes import source_scope
+from contextos.store.admission import DocumentAdmission
 
 
 def _source_ids(source: ConceptSource) -> tuple:
@@ -38,6 +39,17 @@ class AdmissionResult:
     stored: StoreResult
 
 
+@dataclass(frozen=True)
+class PreparedAdmission:
+    """A source's concepts ready for the store: validated, embedded, through the trust gate, with
+    the validation counts joined to the source's."""
+
+    report: ValidationReport
+    candidates: list[MemoryCandidate]
+    held: list[HeldCandidate]
+    source: ConceptSource
+
+
 @dataclass
 class Admission:
     settings: Settings
@@ -48,19 +60,22 @@ class Admission:
         self, tenant_id: str, concepts: Sequence[Concept], source: ConceptSource, *, source_text: str | None = None
     ) -> AdmissionResult:
         """Validate, embed, pass the trust gate (S7) and store ``concepts`` from ``source`` in one
-        transaction; held candidates go to the review queue in that same transaction, nowhere else.
+        transaction; held candidates go to the review queue in that same transaction, nowhere else."""
+        prepared = self.prepare(tenant_id, concepts, source, source_text=source_text)
+        return self.store_prepared(tenant_id, prepared)
 
-        A concept's own ``provenance`` (a conversation's speaker) wins over the source's. The
-        validation counts join the source's counts, which the store records with the outcome.
-        ``source_text`` (the document or transcript) taints every candidate when it reads as
-        instructions to an agent.
-        """
+    def prepare(
+        self, tenant_id: str, concepts: Sequence[Concept], source: ConceptSource, *, source_text: str | None = None
+    ) -> PreparedAdmission:
+        """Everything before the store's transaction. A concept's own ``provenance`` (a
+        conversation's speaker) wins over the source's. The validation counts join the source's
+        counts, which the store records with the outcome. ``source_text`` (the document or
+        transcript) is what the trust gate reads each candidate's content signals against."""
         cfg = self.settings.extraction
         report = validate(
             concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
         )
-        with self.store.db.tenant_tx(tenant_id) as conn:  # S11: whose memories these become
-            owner = source_scope(conn, tenant_id, *_source_ids(source)).owner
+        owner = self.store.source_owner(tenant_id, *_source_ids(source))  # S11: whose memories these become
         candidates, held = TrustGate(self.settings).split(
             self.candidates(report.accepted, source.provenance, owner=owner), source_text=source_text
         )
@@ -70,12 +85,31 @@ class Admission:
             "rejected_total": report.rejected_total,
             "related_dropped": report.dropped_related,
         }
+        return PreparedAdmission(report, candidates, held, replace(source, counts=counts))
+
+    def store_prepared(self, tenant_id: str, prepared: PreparedAdmission) -> AdmissionResult:
+        """One prepared source in its own transaction, then its fresh vectors settled."""
         stored = self.store.store_concepts(
-            tenant_id, candidates, replace(source, counts=counts), embedder_id=self.embedder.model_id, held=held
+            tenant_id, prepared.candidates, prepared.source, embedder_id=self.embedder.model_id, held=prepared.held
         )
-        # Off the source's transaction: move fresh vectors into the ANN index.
-        self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch)
-        return AdmissionResult(report=report, stored=stored)
+        self._settle(tenant_id)
+        return AdmissionResult(report=prepared.report, stored=stored)
+
+    def store_documents(self, tenant_id: str, prepared: Sequence[PreparedAdmission]) -> list[AdmissionResult]:
+        """Several prepared documents of one tenant in one transaction (``admit_documents``: all or
+        nothing, so a failure raises and the caller stores them one by one), then one settling."""
+        documents = []
+        for p in prepared:
+            assert isinstance(p.source, DocumentSource)
+            documents.append(DocumentAdmission(p.candidates, p.source, p.held))
+        stored = self.store.admit_documents(tenant_id, documents, embedder_id=self.embedder.model_id)
+        self._settle(tenant_id, documents=len(documents))
+        return [AdmissionResult(report=p.report, stored=s) for p, s in zip(prepared, stored, strict=True)]
+
+    def _settle(self, tenant_id: str, *, documents: int = 1) -> None:
+        """Off the sources' transaction: move fresh vectors into the ANN index (the batch allowance
+        per document admitted)."""
+        self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch * documents)
 
     def candidates(
         self, concepts: Sequence[Concept], default: Provenance, *, owner: Scope | None = None

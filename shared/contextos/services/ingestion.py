@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol, TypeVar
 from urllib.parse import unquote_plus
 from uuid import UUID
@@ -21,6 +22,7 @@ from contextos.errors import (
 from contextos.extraction import ConceptExtractor
 from contextos.faults import crash_point
 from contextos.jobs import ClaimLedger, IngestMessage, JobQueue, S3Notification, S3TestEvent, run_claimed
+from contextos.messages import ingest_message
 from contextos.models import (
     Concept,
     DocumentAccepted,
@@ -34,7 +36,7 @@ from contextos.observability import logger, metrics
 from contextos.parsing import content_hash, pack_sections, parse_document, safe_filename, split_sections
 from contextos.ports import IngestPort
 from contextos.scopes import Scope
-from contextos.services.admission import Admission
+from contextos.services.admission import Admission, AdmissionResult, PreparedAdmission
 from contextos.sources import DocumentSource
 from contextos.store.document_scopes import scope_document, scope_document_memories
 from contextos.store.rows import ClaimedDocument
@@ -177,20 +179,87 @@ class IngestionService:
     def process(self, job: DocumentJob, *, data: bytes | None = None) -> None:
         """Run S4 steps 1-7 for one document. Permanent problems end as ``failed``; transient ones raise."""
         tenant_id, document_id = job.tenant_id, job.document_id
-        stale_after_s = self.settings.document_stale_processing_s
-        claimed = self.store.claim_document(tenant_id, document_id, stale_after_s=stale_after_s)
-        ledger = ClaimLedger(
+        claimed = self._claim(job)
+        run_claimed(
+            claimed,
+            lambda job: self._run(tenant_id, document_id, job, self._load(job) if data is None else data),
+            self._ledger(job),
+        )
+
+    def process_batch(self, bodies: Mapping[str, str]) -> dict[str, Exception | None]:
+        """The document jobs among an SQS batch's message bodies (by message id), processed together
+        (``process_jobs``); the outcome of each, by message id. Other messages, and bodies that fit
+        no message, are left to ``handle_message``, after the record's idempotency check. A message
+        whose job was handled before does no work here: its document is not claimable."""
+        jobs: dict[str, DocumentJob] = {}
+        for message_id, body in bodies.items():
+            try:
+                message = ingest_message(body)
+            except ValueError:  # the record fails on its own, after its idempotency check
+                continue
+            if isinstance(message, DocumentJob):
+                jobs[message_id] = message
+        return dict(zip(jobs, self.process_jobs(list(jobs.values())), strict=True))
+
+    def process_jobs(self, jobs: Sequence[DocumentJob]) -> list[Exception | None]:
+        """S4 for an ingest queue batch: steps 1-6 document by document, then step 7 for each tenant's
+        documents together, in one transaction under one tenant lock and one commit
+        (``Admission.store_documents``). When that fails, the tenant's documents are admitted one by
+        one, so one bad document never costs the others. Each job ends exactly as ``process`` would
+        end it (done, failed, or handed back); each entry is what ``process`` would have raised."""
+        outcomes: list[Exception | None] = [None] * len(jobs)
+        ready: dict[str, list[_Ready]] = {}
+        for i, job in enumerate(jobs):
+            outcomes[i] = _outcome(partial(self._prepare_job, i, job, ready))
+        for tenant_id, group in ready.items():
+            results = self._store_together(tenant_id, group) if len(group) > 1 else None
+            for n, r in enumerate(group):
+                outcomes[r.index] = _outcome(partial(self._finish_job, r, results[n] if results else None))
+        return outcomes
+
+    def _prepare_job(self, index: int, job: DocumentJob, ready: dict[str, list[_Ready]]) -> None:
+        """Claim a batch's document and run steps 1-6 on it, under its ledger."""
+
+        def prepare(claimed: ClaimedDocument) -> None:
+            prepared = self._prepare(job.tenant_id, job.document_id, claimed, self._load(claimed))
+            ready.setdefault(job.tenant_id, []).append(_Ready(index, job, claimed, prepared))
+
+        run_claimed(self._claim(job), prepare, self._ledger(job))
+
+    def _store_together(self, tenant_id: str, group: Sequence[_Ready]) -> list[AdmissionResult] | None:
+        """One tenant's prepared documents in one transaction; None when that failed (nothing written)."""
+        try:
+            return self.admission.store_documents(tenant_id, [r.prepared for r in group])
+        except Exception as exc:
+            logger.info(
+                "batched admission failed; admitting one by one",
+                extra={"documents": len(group), "error": type(exc).__name__},
+            )
+            return None
+
+    def _finish_job(self, ready: _Ready, stored: AdmissionResult | None) -> None:
+        """A prepared document's step 7 under its ledger: admitted with its batch (``stored``) or alone."""
+        job = ready.job
+
+        def finish(_: ClaimedDocument) -> None:
+            self._admitted(job, stored or self.admission.store_prepared(job.tenant_id, ready.prepared))
+
+        run_claimed(ready.claimed, finish, self._ledger(job))
+
+    def _claim(self, job: DocumentJob) -> ClaimedDocument | None:
+        return self.store.claim_document(
+            job.tenant_id, job.document_id, stale_after_s=self.settings.document_stale_processing_s
+        )
+
+    def _ledger(self, job: DocumentJob) -> ClaimLedger:
+        tenant_id, document_id = job.tenant_id, job.document_id
+        return ClaimLedger(
             noun="document",
             log_extra={"document_id": str(document_id)},
             failed_metric="DocumentsFailed",
             max_attempts=MAX_ATTEMPTS,
             fail=lambda reason: self.store.fail_document(tenant_id, document_id, reason),
             release=lambda reason: self.store.release_document(tenant_id, document_id, reason),
-        )
-        run_claimed(
-            claimed,
-            lambda job: self._run(tenant_id, document_id, job, self._load(job) if data is None else data),
-            ledger,
         )
 
     def _load(self, claimed: ClaimedDocument) -> bytes:
@@ -205,6 +274,14 @@ class IngestionService:
         raise PermanentError("the document has no stored content")
 
     def _run(self, tenant_id: str, document_id: UUID, claimed: ClaimedDocument, data: bytes) -> None:
+        prepared = self._prepare(tenant_id, document_id, claimed, data)
+        self._admitted(
+            DocumentJob(tenant_id=tenant_id, document_id=document_id),
+            self.admission.store_prepared(tenant_id, prepared),
+        )
+
+    def _prepare(self, tenant_id: str, document_id: UUID, claimed: ClaimedDocument, data: bytes) -> PreparedAdmission:
+        """S4 steps 1-6 and the trust gate: the document ready for the store."""
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
         crash_point("ingest:after_parse")
         extracted, calls = self._extract(parsed.text, parsed.domain)
@@ -225,8 +302,12 @@ class IngestionService:
             raw_text=raw_text,
             raw_s3_key=raw_key,
         )
-        result = self.admission.admit(tenant_id, concepts, source, source_text=parsed.text).stored
-        scope_document_memories(self.store.db, tenant_id, document_id)
+        return self.admission.prepare(tenant_id, concepts, source, source_text=parsed.text)
+
+    def _admitted(self, job: DocumentJob, admitted: AdmissionResult) -> None:
+        """After a document's admission: its memories take its scope; the metrics."""
+        scope_document_memories(self.store.db, job.tenant_id, job.document_id)
+        result = admitted.stored
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 
@@ -259,6 +340,25 @@ class IngestionService:
         for chunk in chunks:
             concepts.extend(self.extractor.extract(chunk, domain=domain, known=[c.label for c in concepts]))
         return concepts, len(chunks)
+
+
+@dataclass(frozen=True)
+class _Ready:
+    """A claimed document of a batch, prepared for the store (``IngestionService.process_jobs``)."""
+
+    index: int
+    job: DocumentJob
+    claimed: ClaimedDocument
+    prepared: PreparedAdmission
+
+
+def _outcome(work: Callable[[], None]) -> Exception | None:
+    """What ``work`` raised, or None."""
+    try:
+        work()
+    except Exception as exc:  # handed to the caller, per job
+        return exc
+    return None
 
 
 AnyConcept = TypeVar("AnyConcept", bound=Concept)  # conversations deduplicate their TurnConcepts

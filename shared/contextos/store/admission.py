@@ -40,7 +40,7 @@ from contextos.store.governance import GovernanceStore
 from contextos.store.merge_lookups import MergeLookups
 from contextos.store.promotion import Promotion, decide_promotion
 from contextos.store.relationships import outgoing
-from contextos.store.scopes import apply_scope
+from contextos.store.scopes import apply_scope, source_scope
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -52,6 +52,16 @@ class Admitted:
     result: StoreResult
     counts: dict[str, Any] = field(default_factory=dict)
     review_ids: list[UUID] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DocumentAdmission:
+    """One document's part of a batched admission: its candidates, the trust gate's held ones, and
+    the document itself (its counts already joined)."""
+
+    candidates: Sequence[MemoryCandidate]
+    source: DocumentSource
+    held: Sequence[HeldCandidate] = ()
 
 
 class AdmissionStore(MergeLookups, AdmissionWrites):
@@ -164,6 +174,41 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         crash_point("store:after_commit")
         return admitted
 
+    def admit_documents(
+        self, tenant_id: str, documents: Sequence[DocumentAdmission], *, embedder_id: str, actor: str = "ingest"
+    ) -> list[StoreResult]:
+        """Several documents of one tenant (an ingest queue batch) in one transaction under one tenant
+        lock and one commit: each admitted in order exactly as ``admit_batch`` would admit it alone
+        (its lookups see the documents before it, as they would have after their commits), each
+        finishing its own document. All or nothing: when one fails nothing is written, and the
+        caller admits them one by one so that one bad document never costs the others."""
+        prejudged = [self.prejudge(tenant_id, d.candidates) for d in documents]
+        created_here: set[UUID] = set()
+        with self.db.tenant_tx(tenant_id) as conn:
+            results = [
+                self._admit(
+                    conn,
+                    tenant_id,
+                    d.candidates,
+                    embedder_id=embedder_id,
+                    source=d.source,
+                    held=d.held,
+                    actor=actor,
+                    prejudged=cache,
+                    finish=self._finisher(tenant_id, d.source),
+                    created_here=created_here,
+                ).result
+                for d, cache in zip(documents, prejudged, strict=True)
+            ]
+            crash_point("store:before_commit")
+        crash_point("store:after_commit")
+        return results
+
+    def source_owner(self, tenant_id: str, document_id: UUID | None, session_id: str | None) -> Scope:
+        """The scope a document or a session was written with: whose memories its concepts become (S11)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            return source_scope(conn, tenant_id, document_id, session_id)
+
     def _finisher(self, tenant_id: str, source: ConceptSource) -> Callable[[Any, dict[str, Any]], None]:
         """The source's bookkeeping with the admission's counts joined to its own."""
         return lambda conn, counts: self._finish_source(conn, tenant_id, source, source.counts | counts)
@@ -241,12 +286,14 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         prejudged: JudgementCache | None = None,
         finish: Callable[[Any, dict[str, Any]], None] | None = None,
         scope: Scope | None = None,
+        created_here: set[UUID] | None = None,
     ) -> Admitted:
         """S4 step 7 inside the caller's transaction, for any source (None: a manual memory or a
         promotion): the tenant lock, merges, the contradiction gate (S7), upserts, items, edges
         and audit rows. Held candidates (the trust gate's) go to the review queue only. Returns
         the result and its counts. ``finish(conn, counts)`` runs last, with the final writes (one
-        round trip): the source's own bookkeeping."""
+        round trip): the source's own bookkeeping. ``created_here`` collects the memories created in this
+        transaction across calls (a batch of documents): one of them merged into later is a merge."""
         # Each embedding crosses into numpy once: the LSH sketch and the vectors sent to SQL share it.
         matrix = np.asarray([c.embedding for c in candidates], dtype=np.float32)
         lsh = sketch(matrix)
@@ -287,6 +334,9 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         memory_sketches = {memory.norm_key: (lsh.signatures[i], lsh.band_keys[i], vectors[i]) for i, memory in chosen}
         texts = source_texts(candidates, final_keys, chosen)
         rows = self._upsert_memories(conn, tenant_id, memories, texts) if memories else []
+        if created_here is not None:  # the upsert tells a fresh row by its creation time, shared by the transaction
+            rows = [r | {"inserted": False} if r["inserted"] and r["id"] in created_here else r for r in rows]
+            created_here.update(r["id"] for r in rows if r["inserted"])
         ids = {r["norm_key"]: r["id"] for r in rows}
         pairs = related_pairs(candidates, final_keys, ids)
         result = store_result(candidates, rows, len(pairs))

@@ -77,17 +77,18 @@ def neighbours(
         "owners": [key_owner(c.norm_key) for c in candidates],
         "k": k,
     }
+    floor = cfg.contradiction_similarity_floor
+    # below the judge's floor, a neighbour is still checked for an update (the gate's update links)
+    lowest = min(floor, cfg.update_similarity_floor) if cfg.update_links else floor
     exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
     if exact:
         rows = _nearest(conn, params, exact=dialect == "postgres")
     else:
         rows = _nearest_by_subject(
             conn,
-            params | {"own": [c.norm_key for c in candidates], "rows": cfg.contradiction_subject_rows},
+            params
+            | {"own": [c.norm_key for c in candidates], "rows": cfg.contradiction_subject_rows, "lowest": lowest},
         )
-    floor = cfg.contradiction_similarity_floor
-    # below the judge's floor, a neighbour is still checked for an update (the gate's update links)
-    lowest = min(floor, cfg.update_similarity_floor) if cfg.update_links else floor
     best: dict[tuple[int, UUID], dict] = {}
     for row in rows:
         if row["similarity"] < lowest and not row["key_match"]:
@@ -109,7 +110,10 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
     in key order (fenced with OFFSET 0), so a common term costs ``rows`` index entries and the
     choice among more than ``rows`` sharing memories is deterministic (the lowest ids). Left to
     the planner, the LIMIT invited a walk of the tenant's whole term index (or table), calling
-    the term function on every row."""
+    the term function on every row. The sharing memories are ranked on their vectors alone
+    (fenced, sorted), and each memory row is read in that order only until k pass the active and
+    owner checks, not for every sharing memory. Those below ``lowest`` are left out before the
+    ranking: the caller drops them from the top k anyway, so the rows kept are the same."""
     return conn.execute(
         f"""WITH probe AS MATERIALIZED (
                SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[],
@@ -136,13 +140,17 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
            found AS MATERIALIZED (
                SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
                FROM probe p CROSS JOIN LATERAL (
-                   SELECT s.memory_id, v.embedding <=> p.embedding AS distance
-                   FROM shared s
-                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.memory_id AND m.state = 'active'
+                   SELECT r.memory_id, r.distance
+                   FROM (
+                       SELECT s.memory_id, v.embedding <=> p.embedding AS distance
+                       FROM shared s
+                       JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
+                       WHERE s.idx = p.idx AND 1.0 - (v.embedding <=> p.embedding) >= %(lowest)s
+                       ORDER BY 2 OFFSET 0
+                   ) r
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = r.memory_id AND m.state = 'active'
                     AND {same_owner("m")}
-                   JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
-                   WHERE s.idx = p.idx
-                   ORDER BY v.embedding <=> p.embedding LIMIT %(k)s
+                   ORDER BY r.distance LIMIT %(k)s
                ) n
                UNION ALL
                SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true

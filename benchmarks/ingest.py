@@ -274,7 +274,7 @@ def synthetic_document(rng: random.Random, n: int) -> str:
     return "\n\n".join(paragraphs)
 
 
-def _e2e_service(url: str, settings: Settings, *, threads: int | None):
+def _e2e_service(url: str, settings: Settings, *, threads: int | None, embed_batch: int | None = None):
     """The ingestion service as the container builds it for the local stack: spaCy extraction, the
     local MiniLM, the contradiction gate with the local judge (no prejudging outside the lock)."""
     from contextos.embedding.local import LocalMiniLMEmbedder
@@ -293,7 +293,10 @@ def _e2e_service(url: str, settings: Settings, *, threads: int | None):
             definition_chars=settings.extraction.local_definition_chars,
             generic_modifiers=settings.extraction.generic_modifiers,
         ),
-        embedder=LocalMiniLMEmbedder(threads=threads),
+        # embed_batch: the previous embedder, a fixed count a batch (1: one text per run), for the A/B
+        embedder=LocalMiniLMEmbedder(threads=threads)
+        if embed_batch is None
+        else LocalMiniLMEmbedder(threads=threads, batch_size=embed_batch, batch_tokens=None),
     )
     return db, store, service
 
@@ -320,13 +323,21 @@ class _StageClock:
 
 
 def _e2e_worker(
-    url: str, tenant: str, jobs: list[tuple[str, str]], threads: int | None, ready, go, out, finish
+    url: str,
+    tenant: str,
+    jobs: list[tuple[str, str]],
+    threads: int | None,
+    embed_batch: int | None,
+    ready,
+    go,
+    out,
+    finish,
 ) -> None:
     """One warm Lambda instance: build the service, process a warm-up document, wait for the start,
     then process ``jobs`` (document id, text) in order; report this process's CPU seconds, in all
     and in extraction and embedding."""
     settings = Settings()
-    db, store, service = _e2e_service(url, settings, threads=threads)
+    db, store, service = _e2e_service(url, settings, threads=threads, embed_batch=embed_batch)
     clock = _StageClock()
     clock.wrap(service)
     warm, _ = store.create_document(
@@ -351,15 +362,24 @@ def _e2e_worker(
 
 
 def end_to_end(
-    store: MemoryStore, url: str, tenant: str, docs: int, *, workers: int, pgdata: Path, threads: int | None
+    store: MemoryStore,
+    url: str,
+    tenant: str,
+    docs: int,
+    *,
+    workers: int,
+    pgdata: Path,
+    threads: int | None,
+    seed: int = 5,
+    embed_batch: int | None = None,
 ) -> tuple[float, dict]:
     """Documents per second through the whole ingestion service, ``workers`` processes at a time
     (each a warm Lambda instance of the ingest queue: its own models and connections), and the CPU
     milliseconds per document of the server and of the workers together."""
     import multiprocessing as mp
 
-    rng = random.Random(5)
-    texts = [synthetic_document(rng, i) for i in range(docs)]
+    rng = random.Random(seed)
+    texts = [synthetic_document(rng, seed * 10_000 + i) for i in range(docs)]
     ids = []
     for text in texts:
         record, _ = store.create_document(
@@ -376,7 +396,9 @@ def end_to_end(
     ready, go, out, finish = ctx.Semaphore(0), ctx.Event(), ctx.Queue(), ctx.Event()
     shares = [list(zip(ids[w::workers], texts[w::workers], strict=True)) for w in range(workers)]
     signals = (ready, go, out, finish)
-    procs = [ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, *signals)) for share in shares]
+    procs = [
+        ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, embed_batch, *signals)) for share in shares
+    ]
     for proc in procs:
         proc.start()
     for _ in procs:
@@ -407,6 +429,14 @@ def end_to_end(
     cpu["vectors_per_doc"] = round(vectors / docs, 2)
     cpu["settled_vectors_per_doc"] = round(settled / docs, 2)
     return docs / elapsed, cpu
+
+
+def _combined(halves: list[tuple[float, dict]]) -> tuple[float, dict]:
+    """One figure from end-to-end runs of equal document counts: documents over total time, and
+    the mean of each per-document figure."""
+    rate = len(halves) / sum(1 / r for r, _ in halves)
+    keys = halves[0][1].keys()
+    return rate, {k: round(sum(c[k] for _, c in halves) / len(halves), 2) for k in keys}
 
 
 def _vector_counts(store: MemoryStore, tenant: str) -> tuple[int, int]:
@@ -603,16 +633,27 @@ def main() -> None:
             f" ({args.workers} at a time), {gated_seq:,.0f} one at a time"
         )
         load("after_gated")
-        e2e, cpu_e2e = end_to_end(
-            gated,
-            url,
-            f"bench-e2e-{run}",
-            args.e2e_docs,
-            workers=args.e2e_workers,
-            pgdata=pgdata,
-            threads=args.e2e_threads,
-        )
+        # A/B in the same run, interleaved halves on the same documents (each arm its own tenant):
+        # the embedder as shipped, and the previous one (one text per run).
+        arms: dict[str, list[tuple[float, dict]]] = {"current": [], "baseline": []}
+        for seed in (5, 6):
+            for arm, embed_batch in (("current", None), ("baseline", 1)):
+                arms[arm].append(
+                    end_to_end(
+                        gated,
+                        url,
+                        f"bench-e2e-{run}-{arm}",
+                        args.e2e_docs // 2,
+                        workers=args.e2e_workers,
+                        pgdata=pgdata,
+                        threads=args.e2e_threads,
+                        seed=seed,
+                        embed_batch=embed_batch,
+                    )
+                )
+        (e2e, cpu_e2e), (e2e_base, cpu_e2e_base) = (_combined(arms["current"]), _combined(arms["baseline"]))
         print(f"end to end with local models: {e2e:.2f} documents/s; per document {cpu_e2e}")
+        print(f"  ... with the previous embedder batching: {e2e_base:.2f} documents/s; per document {cpu_e2e_base}")
         load("after_e2e")
         db.close()
 
@@ -640,6 +681,11 @@ def main() -> None:
             "e2e_docs_per_s": round(e2e, 2),
             "e2e_cpu_bound_docs_per_s": round(cpu_bound_rate(1, cpu_e2e, "server_ms_per_doc", "workers_ms_per_doc"), 2),
             "e2e_cpu_per_doc": cpu_e2e,
+            "e2e_baseline_docs_per_s": round(e2e_base, 2),
+            "e2e_baseline_cpu_bound_docs_per_s": round(
+                cpu_bound_rate(1, cpu_e2e_base, "server_ms_per_doc", "workers_ms_per_doc"), 2
+            ),
+            "e2e_baseline_cpu_per_doc": cpu_e2e_base,
             "store_cpu_per_doc_at_0": cpu["at_0"],
             "store_cpu_per_doc_at_100k": cpu["at_100k"],
             "store_cpu_per_doc_at_100k_concurrent": cpu["at_100k_concurrent"],
@@ -676,6 +722,18 @@ def main() -> None:
             " and connections) over one tenant: parse, local spaCy extraction, validation, MiniLM int8"
             f" embeddings ({args.e2e_threads} intra-op thread(s) each), trust gate, store with the contradiction"
             " gate, settling of the fresh vectors into the HNSW index (which holds the 100k tenant's vectors).",
+            "End to end is an A/B in one run: the embedder as shipped (batches bounded by padded tokens) and"
+            " e2e_baseline_* with the previous one (one text per run; the vectors are identical), interleaved"
+            " (current, baseline, current, baseline; half the documents each, the same documents in both arms,"
+            " each arm its own tenant). workers_extract/embed_ms_per_doc: the workers' CPU inside the extractor"
+            " and the embedder; workers_rest: parsing, validation, the trust gate and the store path's client"
+            " side. vectors_per_doc / settled_vectors_per_doc: vectors written and moved into the HNSW index.",
+            "hnsw_insert_server_cpu_ms_per_vector_at_100k: 1,000 vectors INSERTed straight into the same HNSW"
+            " index (indexed = true) beside settle_server_cpu_ms_per_vector_at_100k (the settle UPDATE of the"
+            " store-path runs' fresh vectors): what pgvector 0.6.2's HNSW insert (m = 16, ef_construction = 64)"
+            " costs on its own. benchmarks/hnsw_params.py measures other parameters.",
+            "--data-dir keeps the embedded server and its preloaded tenant for the next run (VACUUM ANALYZEd"
+            " on reuse); each run writes into tenants of its own beside it.",
             "Gated (as deployed): the same store path plus S7's contradiction gate with the local judge: each"
             " concept against its five most similar active memories sharing a subject word (one statement for"
             " the document's concepts), half the documents.",

@@ -67,10 +67,30 @@ def bench_server(data_dir: str | None, *, existing: int, shared_buffers: str = "
         yield url, pgdata, load_s
 
 
-def profile_worker(url: str, tenant: str, docs: int, *, threads: int | None) -> None:
-    """One worker in this process under cProfile: the CPU split by stage."""
+def server_split(store, pgdata: Path) -> dict[str, int]:
+    """Wrap the store's admission and settle calls to add up the server's CPU inside each (one
+    worker in this process: the server's CPU meanwhile is this worker's, and background work)."""
+    spent = {"store_concepts": 0, "settle_vectors": 0}
+    for name in spent:
+        inner = getattr(store, name)
+
+        def timed(*args, _inner=inner, _name=name, **kwargs):
+            started = server_cpu_ns(pgdata)
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                spent[_name] += server_cpu_ns(pgdata) - started
+
+        setattr(store, name, timed)
+    return spent
+
+
+def profile_worker(url: str, pgdata: Path, tenant: str, docs: int, *, threads: int | None) -> None:
+    """One worker in this process under cProfile: the CPU split by stage, and the server's CPU in
+    the store path and in settling."""
     settings = Settings()
     db, store, service = _e2e_service(url, settings, threads=threads)
+    server = server_split(store, pgdata)
     rng = random.Random(5)
     texts = [synthetic_document(rng, 10_000 + i) for i in range(docs + 1)]
     ids = []
@@ -86,6 +106,8 @@ def profile_worker(url: str, tenant: str, docs: int, *, threads: int | None) -> 
         )
         ids.append(record.id)
     service.process(DocumentJob(tenant_id=tenant, document_id=ids[0]), data=texts[0].encode())  # warm
+    server.update(dict.fromkeys(server, 0))
+    server_started = server_cpu_ns(pgdata)
     profiler = cProfile.Profile(time.process_time)
     started = time.process_time()
     profiler.enable()
@@ -104,6 +126,11 @@ def profile_worker(url: str, tenant: str, docs: int, *, threads: int | None) -> 
         "scope_document_memories": "scope_document_memories",
         "claim": "claim_document",
     }
+    server_total = (server_cpu_ns(pgdata) - server_started) / docs / 1e6
+    print(
+        f"server CPU per document: {server_total:.1f} ms; in store_concepts"
+        f" {server['store_concepts'] / docs / 1e6:.1f}, in settle_vectors {server['settle_vectors'] / docs / 1e6:.1f}"
+    )
     print(f"worker CPU per document: {total:.1f} ms (under cProfile)")
     for stage, fn in stages.items():
         cum = sum(v[3] for k, v in stats.stats.items() if k[2] == fn)  # type: ignore[attr-defined]
@@ -180,7 +207,7 @@ def main() -> None:
         if "settle" not in skip:
             settle_vs_insert(url, pgdata, args.vectors)
         if "worker" not in skip:
-            profile_worker(url, f"bench-prof-{uuid.uuid4().hex[:6]}", args.docs, threads=args.threads)
+            profile_worker(url, pgdata, f"bench-prof-{uuid.uuid4().hex[:6]}", args.docs, threads=args.threads)
     print(f"load average {os.getloadavg()}")
 
 

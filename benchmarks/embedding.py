@@ -58,7 +58,8 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
 
 def in_order(embedder: LocalMiniLMEmbedder, texts: list[str], batch: int = 32) -> None:
     for start in range(0, len(texts), batch):
-        embedder._embed_batch(texts[start : start + batch])
+        encodings = embedder._tokenizer.encode_batch(texts[start : start + batch])
+        embedder._embed_batch([e.ids for e in encodings])
 
 
 def main() -> None:
@@ -68,7 +69,7 @@ def main() -> None:
     args = parser.parse_args()
     head = Settings().extraction.embedded_definition_chars
     texts = concept_texts(args.texts, head)
-    embedder = LocalMiniLMEmbedder(batch_size=32)  # the previous default: 32 per batch, all cores
+    embedder = LocalMiniLMEmbedder(batch_size=32, batch_tokens=None)  # the previous default: 32 per batch, all cores
     embedder.embed(texts[:32])  # warm up
     figures: dict[str, object] = {"texts": len(texts), "mean_chars": round(float(np.mean([len(t) for t in texts])), 1)}
     wall, cpu = timed(lambda: in_order(embedder, texts))
@@ -79,7 +80,7 @@ def main() -> None:
     grid: dict[str, dict[str, float]] = {}
     for threads in (1, 2):
         for batch in (1, 4, 8, 32):
-            candidate = LocalMiniLMEmbedder(batch_size=batch, threads=threads)
+            candidate = LocalMiniLMEmbedder(batch_size=batch, batch_tokens=None, threads=threads)
             candidate.embed(texts[:8])
             wall, cpu = timed(lambda candidate=candidate: candidate.embed(texts))
             grid[f"threads_{threads}_batch_{batch}"] = {

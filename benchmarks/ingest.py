@@ -302,7 +302,7 @@ def synthetic_document(rng: random.Random, n: int) -> str:
     return "\n\n".join(paragraphs)
 
 
-def _e2e_service(url: str, settings: Settings, *, threads: int | None):
+def _e2e_service(url: str, settings: Settings, *, threads: int | None, embed_batch: int | None = None):
     """The ingestion service as the container builds it for the local stack: spaCy extraction, the
     local MiniLM, the contradiction gate with the local judge (no prejudging outside the lock)."""
     from contextos.embedding.local import LocalMiniLMEmbedder
@@ -321,18 +321,53 @@ def _e2e_service(url: str, settings: Settings, *, threads: int | None):
             definition_chars=settings.extraction.local_definition_chars,
             generic_modifiers=settings.extraction.generic_modifiers,
         ),
-        embedder=LocalMiniLMEmbedder(threads=threads),
+        # embed_batch: the previous embedder, a fixed count a batch (1: one text per run), for the A/B
+        embedder=LocalMiniLMEmbedder(threads=threads)
+        if embed_batch is None
+        else LocalMiniLMEmbedder(threads=threads, batch_size=embed_batch, batch_tokens=None),
     )
     return db, store, service
 
 
+class _StageClock:
+    """This process's CPU seconds inside the wrapped stages of the ingestion service (the rest of
+    the worker's CPU is parsing, validation, the trust gate and the store path's client side)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {"extract": 0.0, "embed": 0.0}
+
+    def wrap(self, service) -> None:
+        for stage, owner, method in (("extract", service.extractor, "extract"), ("embed", service.embedder, "embed")):
+            inner = getattr(owner, method)
+
+            def timed(*args, _inner=inner, _stage=stage, **kwargs):
+                started = time.process_time()
+                try:
+                    return _inner(*args, **kwargs)
+                finally:
+                    self.seconds[_stage] += time.process_time() - started
+
+            setattr(owner, method, timed)
+
+
 def _e2e_worker(
-    url: str, tenant: str, jobs: list[tuple[str, str]], threads: int | None, ready, go, out, finish
+    url: str,
+    tenant: str,
+    jobs: list[tuple[str, str]],
+    threads: int | None,
+    embed_batch: int | None,
+    ready,
+    go,
+    out,
+    finish,
 ) -> None:
     """One warm Lambda instance: build the service, process a warm-up document, wait for the start,
-    then process ``jobs`` (document id, text) in order; report this process's CPU seconds."""
+    then process ``jobs`` (document id, text) in order; report this process's CPU seconds, in all
+    and in extraction and embedding."""
     settings = Settings()
-    db, store, service = _e2e_service(url, settings, threads=threads)
+    db, store, service = _e2e_service(url, settings, threads=threads, embed_batch=embed_batch)
+    clock = _StageClock()
+    clock.wrap(service)
     warm, _ = store.create_document(
         tenant,
         content_hash=uuid.uuid4().hex,
@@ -345,24 +380,34 @@ def _e2e_worker(
     service.process(DocumentJob(tenant_id=tenant, document_id=warm.id), data=warm_text.encode())
     ready.release()
     go.wait()
+    clock.seconds = dict.fromkeys(clock.seconds, 0.0)
     started = time.process_time()
     for doc_id, text in jobs:
         service.process(DocumentJob(tenant_id=tenant, document_id=uuid.UUID(doc_id)), data=text.encode())
-    out.put(time.process_time() - started)
+    out.put({"total": time.process_time() - started, **clock.seconds})
     finish.wait()  # the connections stay open until the server's CPU has been read
     db.close()
 
 
 def end_to_end(
-    store: MemoryStore, url: str, tenant: str, docs: int, *, workers: int, pgdata: Path, threads: int | None
+    store: MemoryStore,
+    url: str,
+    tenant: str,
+    docs: int,
+    *,
+    workers: int,
+    pgdata: Path,
+    threads: int | None,
+    seed: int = 5,
+    embed_batch: int | None = None,
 ) -> tuple[float, dict]:
     """Documents per second through the whole ingestion service, ``workers`` processes at a time
     (each a warm Lambda instance of the ingest queue: its own models and connections), and the CPU
     milliseconds per document of the server and of the workers together."""
     import multiprocessing as mp
 
-    rng = random.Random(5)
-    texts = [synthetic_document(rng, i) for i in range(docs)]
+    rng = random.Random(seed)
+    texts = [synthetic_document(rng, seed * 10_000 + i) for i in range(docs)]
     ids = []
     for text in texts:
         record, _ = store.create_document(
@@ -379,26 +424,104 @@ def end_to_end(
     ready, go, out, finish = ctx.Semaphore(0), ctx.Event(), ctx.Queue(), ctx.Event()
     shares = [list(zip(ids[w::workers], texts[w::workers], strict=True)) for w in range(workers)]
     signals = (ready, go, out, finish)
-    procs = [ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, *signals)) for share in shares]
+    procs = [
+        ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, embed_batch, *signals)) for share in shares
+    ]
     for proc in procs:
         proc.start()
     for _ in procs:
         ready.acquire()
+    vectors_before = _vector_counts(store, tenant)  # the warm-up documents'
     server_started = server_cpu_ns(pgdata)
     started = time.perf_counter()
     go.set()
-    client_s = sum(out.get() for _ in procs)
+    spent = [out.get() for _ in procs]
     elapsed = time.perf_counter() - started
     server_ms = (server_cpu_ns(pgdata) - server_started) / docs / 1e6
     finish.set()
     for proc in procs:
         proc.join()
+    client_s = sum(s["total"] for s in spent)
+    stage_s = {stage: sum(s[stage] for s in spent) for stage in ("extract", "embed")}
     cpu = {
         "server_ms_per_doc": round(server_ms, 2),
         "workers_ms_per_doc": round(client_s / docs * 1e3, 2),
+        "workers_extract_ms_per_doc": round(stage_s["extract"] / docs * 1e3, 2),
+        "workers_embed_ms_per_doc": round(stage_s["embed"] / docs * 1e3, 2),
+        "workers_rest_ms_per_doc": round((client_s - sum(stage_s.values())) / docs * 1e3, 2),
         "wall_ms_per_doc": round(elapsed / docs * 1e3, 2),
     }
+    vectors, settled = (
+        after - before for after, before in zip(_vector_counts(store, tenant), vectors_before, strict=True)
+    )
+    cpu["vectors_per_doc"] = round(vectors / docs, 2)
+    cpu["settled_vectors_per_doc"] = round(settled / docs, 2)
     return docs / elapsed, cpu
+
+
+def _combined(halves: list[tuple[float, dict]]) -> tuple[float, dict]:
+    """One figure from end-to-end runs of equal document counts: documents over total time, and
+    the mean of each per-document figure."""
+    rate = len(halves) / sum(1 / r for r, _ in halves)
+    keys = halves[0][1].keys()
+    return rate, {k: round(sum(c[k] for _, c in halves) / len(halves), 2) for k in keys}
+
+
+def _vector_counts(store: MemoryStore, tenant: str) -> tuple[int, int]:
+    """The tenant's vectors, and how many of them are in the ANN index."""
+    with store.db.tenant_tx(tenant) as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n, count(*) FILTER (WHERE indexed) AS settled FROM memory_vectors WHERE tenant_id = %s",
+            [tenant],
+        ).fetchone()
+    assert row is not None
+    return row["n"], row["settled"]
+
+
+def _memory_count(url: str, tenant: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM memories WHERE tenant_id = %s", [tenant]).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _vacuum(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("memories", "memory_vectors", "memory_vector_bands", "memory_subject_terms"):
+            conn.execute(f"VACUUM ANALYZE {table}")
+
+
+def bare_index_insert_ms(url: str, pgdata: Path, n: int) -> float:
+    """Server CPU milliseconds per vector of ``n`` vectors INSERTed straight into the HNSW index
+    (indexed = true: no fresh segment, no settle UPDATE), into a scratch tenant of the same table and
+    index: what pgvector's HNSW insert costs on its own, beside the settle step's figure."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    tenant = f"bench-insert-{uuid.uuid4().hex[:6]}"
+    ids = [uuid.uuid4() for _ in range(n)]
+    vectors = unit_vectors(n, np.random.default_rng(17))
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", [tenant])
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memories (tenant_id, id, norm_key, label, definition, type, importance, decay_rate,"
+                " provenance, base_trust) VALUES (%s, %s, %s, %s, 'd', 'fact', 5, 0.1, 'user_upload', 0.9)",
+                [(tenant, i, str(i), str(i)) for i in ids],
+            )
+        started = server_cpu_ns(pgdata)
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memory_vectors (tenant_id, memory_id, type, embedding, embedder_id, indexed)"
+                " VALUES (%s, %s, 'fact', %s, 'bench', true)",
+                [(tenant, i, v) for i, v in zip(ids, vectors, strict=True)],
+            )
+        spent = server_cpu_ns(pgdata) - started
+    return spent / n / 1e6  # the rows stay: deleting them would leave dead entries for VACUUM to repair
 
 
 def set_shared_buffers(url: str, pgdata: Path, size: str) -> None:
@@ -495,16 +618,17 @@ def main() -> None:
         loads[name] = [round(x, 2) for x in os.getloadavg()]
 
     with _data_dir(args.data_dir) as tmp:
-        url = embedded_database_url(Path(tmp))
+        root = Path(tmp)
+        url = embedded_database_url(root)
         if args.shared_buffers:
-            set_shared_buffers(url, Path(tmp) / "pg", args.shared_buffers)
+            set_shared_buffers(url, root / "pg", args.shared_buffers)
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=args.workers + 2)
         store = MemoryStore(db, settings.decay, settings.merge)
         run, reuse = _reuse(Path(tmp), db, args.existing) if args.data_dir else (0, False)
         seed = 1000 * run  # fresh labels each run on reused data
 
-        pgdata = Path(tmp) / "pg"
+        pgdata = root / "pg"
         cpu: dict[str, dict] = {
             name: {} for name in ("at_0", "at_100k", "at_100k_concurrent", "gated", "gated_seq", "gated_unbatched")
         }
@@ -521,6 +645,9 @@ def main() -> None:
         )
         print(f"store path, empty tenant: {at_0:,.0f} concepts/s")
         load_s = 0.0 if reuse else preload(url, "bench-full", args.existing, skip_vacuum=args.no_vacuum)
+        if reuse:  # the state autovacuum reaches after the previous run's writes
+            _vacuum(url)
+        existing = _memory_count(url, "bench-full")
         print(f"preloaded {args.existing:,} memories with their HNSW index in {load_s:.0f} s (reused: {reuse})")
         load("after_preload")
         at_full = store_path(
@@ -554,6 +681,10 @@ def main() -> None:
             f" {settle_cpu_ms:.2f} server CPU ms a vector"
         )
         load("after_settle")
+        insert_cpu_ms = bare_index_insert_ms(url, pgdata, 1000)
+        print(
+            f"a bare INSERT of 1,000 vectors straight into the HNSW index: {insert_cpu_ms:.2f} server CPU ms a vector"
+        )
         # As the container builds it for the local judge: no prejudging outside the lock.
         gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
         gated = MemoryStore(db, settings.decay, settings.merge, gate=gate)
@@ -602,10 +733,27 @@ def main() -> None:
         if args.store_only:
             db.close()
             return
-        e2e, cpu_e2e = end_to_end(
-            gated, url, "bench-e2e", args.e2e_docs, workers=args.e2e_workers, pgdata=pgdata, threads=args.e2e_threads
-        )
+        # A/B in the same run, interleaved halves on the same documents (each arm its own tenant):
+        # the embedder as shipped, and the previous one (one text per run).
+        arms: dict[str, list[tuple[float, dict]]] = {"current": [], "baseline": []}
+        for e2e_seed in (5, 6):
+            for arm, embed_batch in (("current", None), ("baseline", 1)):
+                arms[arm].append(
+                    end_to_end(
+                        gated,
+                        url,
+                        f"bench-e2e-{run}-{arm}",
+                        args.e2e_docs // 2,
+                        workers=args.e2e_workers,
+                        pgdata=pgdata,
+                        threads=args.e2e_threads,
+                        seed=e2e_seed,
+                        embed_batch=embed_batch,
+                    )
+                )
+        (e2e, cpu_e2e), (e2e_base, cpu_e2e_base) = (_combined(arms["current"]), _combined(arms["baseline"]))
         print(f"end to end with local models: {e2e:.2f} documents/s; per document {cpu_e2e}")
+        print(f"  ... with the previous embedder batching: {e2e_base:.2f} documents/s; per document {cpu_e2e_base}")
         load("after_e2e")
         db.close()
 
@@ -634,9 +782,15 @@ def main() -> None:
             ),
             "settle_vectors_per_s_at_100k": round(settle_rate, 1),
             "settle_server_cpu_ms_per_vector_at_100k": round(settle_cpu_ms, 2),
+            "hnsw_insert_server_cpu_ms_per_vector_at_100k": round(insert_cpu_ms, 2),
             "e2e_docs_per_s": round(e2e, 2),
             "e2e_cpu_bound_docs_per_s": round(cpu_bound_rate(1, cpu_e2e, "server_ms_per_doc", "workers_ms_per_doc"), 2),
             "e2e_cpu_per_doc": cpu_e2e,
+            "e2e_baseline_docs_per_s": round(e2e_base, 2),
+            "e2e_baseline_cpu_bound_docs_per_s": round(
+                cpu_bound_rate(1, cpu_e2e_base, "server_ms_per_doc", "workers_ms_per_doc"), 2
+            ),
+            "e2e_baseline_cpu_per_doc": cpu_e2e_base,
             "store_cpu_per_doc_at_0": cpu["at_0"],
             "store_cpu_per_doc_at_100k": cpu["at_100k"],
             "store_cpu_per_doc_at_100k_concurrent": cpu["at_100k_concurrent"],
@@ -653,7 +807,8 @@ def main() -> None:
             "concepts_per_document": args.concepts,
             "e2e_documents": args.e2e_docs,
             "shared_buffers": args.shared_buffers or "128MB (embedded default)",
-            "preload_and_index_s": round(load_s, 1),
+            "preload_and_index_s": round(load_s, 1) if load_s else "reused (--data-dir)",
+            "existing_memories_at_e2e": existing,
         },
         title="Ingestion throughput",
         notes=[
@@ -679,6 +834,18 @@ def main() -> None:
             " and connections) over one tenant: parse, local spaCy extraction, validation, MiniLM int8"
             f" embeddings ({args.e2e_threads} intra-op thread(s) each), trust gate, store with the contradiction"
             " gate, settling of the fresh vectors into the HNSW index (which holds the 100k tenant's vectors).",
+            "End to end is an A/B in one run: the embedder as shipped (batches bounded by padded tokens) and"
+            " e2e_baseline_* with the previous one (one text per run; the vectors are identical), interleaved"
+            " (current, baseline, current, baseline; half the documents each, the same documents in both arms,"
+            " each arm its own tenant). workers_extract/embed_ms_per_doc: the workers' CPU inside the extractor"
+            " and the embedder; workers_rest: parsing, validation, the trust gate and the store path's client"
+            " side. vectors_per_doc / settled_vectors_per_doc: vectors written and moved into the HNSW index.",
+            "hnsw_insert_server_cpu_ms_per_vector_at_100k: 1,000 vectors INSERTed straight into the same HNSW"
+            " index (indexed = true) beside settle_server_cpu_ms_per_vector_at_100k (the settle UPDATE of the"
+            " store-path runs' fresh vectors): what pgvector 0.6.2's HNSW insert (m = 16, ef_construction = 64)"
+            " costs on its own. benchmarks/hnsw_params.py measures other parameters.",
+            "--data-dir keeps the embedded server and its preloaded tenant for the next run (VACUUM ANALYZEd"
+            " on reuse); each run writes into tenants of its own beside it.",
             "Gated (as deployed): the same store path plus S7's contradiction gate with the local judge: each"
             " concept against its five most similar active memories sharing a subject word (one statement for"
             " the document's concepts), half the documents.",

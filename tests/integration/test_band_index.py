@@ -241,3 +241,56 @@ def test_a_related_edge_between_known_memories_gains_weight_and_one_to_a_new_mem
     assert pairs == [("beta concept", "alpha concept"), ("gamma concept", "alpha concept")]
     assert edges[0]["weight"] == pytest.approx(min(1.0, cfg.related_edge_weight + cfg.related_edge_step))
     assert edges[1]["weight"] == pytest.approx(cfg.related_edge_weight)
+
+
+class _Explained:
+    """A connection whose statements are EXPLAINed instead of run: the plans a store function's
+    statements get, as the application role under row-level security."""
+
+    def __init__(self, conn) -> None:
+        self.conn, self.plans = conn, []
+
+    def execute(self, sql, params=None):
+        rows = self.conn.execute("EXPLAIN " + sql, params).fetchall()
+        self.plans.append("\n".join(next(iter(r.values())) for r in rows))
+
+
+def test_removing_a_memorys_bands_probes_the_band_index_under_row_level_security(store, tenant, database_url):
+    import psycopg
+    from contextos.store.bands import delete_band_pairs, delete_bands
+
+    rng = np.random.default_rng(11)
+    store_concepts(store, tenant, [candidate(f"gateway {i}", v) for i, v in enumerate(unit(rng, 4))])
+    ids = list(band_rows(tenant))[:2]
+    other = f"bands-{uuid.uuid4().hex[:8]}"  # another tenant's 40k band rows: reading them all costs
+    with psycopg.connect(database_url, autocommit=True) as owner:
+        owner.execute(
+            "INSERT INTO memory_vector_bands (tenant_id, band_key, memory_id, signature, signature64)"
+            " SELECT %s, g %% 100000, gen_random_uuid(), NULL, 0 FROM generate_series(1, 40000) AS g",
+            [other],
+        )
+        owner.execute("ANALYZE memory_vector_bands")
+    with store.db.tenant_tx(tenant) as conn:
+        # A tiny table may rightly be read whole; with every other way priced out, only a band
+        # condition the planner may push into the index under RLS gives a probe by bucket (a leaky
+        # one, ``|`` on a joined column, leaves it a filter over the tenant's whole index range).
+        conn.execute("SET LOCAL enable_seqscan = off")
+        explained = _Explained(conn)
+        delete_bands(explained, store.db.dialect, tenant, ids)
+        keys = conn.execute(
+            "SELECT band_keys FROM memory_vectors WHERE tenant_id = %s AND memory_id = %s", [tenant, ids[0]]
+        ).fetchone()["band_keys"]
+        delete_band_pairs(explained, store.db.dialect, tenant, [(k, ids[0]) for k in keys])
+        assert conn.execute("SELECT current_user").fetchone()["current_user"] == "contextos_app"
+    assert len(explained.plans) == 2
+    for plan in explained.plans:
+        assert "Seq Scan on memory_vector_bands" not in plan, plan
+        # an index probe by bucket, not a walk of the whole index with the band condition as a filter
+        assert "Index Cond: ((bucket = " in plan, plan
+    # and the deletes still remove exactly those memories' band rows
+    with store.db.tenant_tx(tenant) as conn:
+        delete_bands(conn, store.db.dialect, tenant, ids[:1])
+    left = band_rows(tenant)
+    assert left[ids[0]][0] == [] and len(left[ids[1]][0]) == BANDS
+    with psycopg.connect(database_url, autocommit=True) as owner:
+        owner.execute("DELETE FROM memory_vector_bands WHERE tenant_id = %s", [other])

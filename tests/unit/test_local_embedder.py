@@ -29,3 +29,14 @@ def test_each_text_keeps_its_own_vector_in_input_order(embedder):
 
 def test_no_texts_no_vectors(embedder):
     assert embedder.embed([]) == []
+
+
+def test_batches_bounded_by_tokens_and_repeated_texts_give_the_same_vectors(embedder):
+    bounded = LocalMiniLMEmbedder(batch_size=16, batch_tokens=24)  # long texts alone, short ones together
+    texts = [*TEXTS, TEXTS[0], "", TEXTS[1]]
+    got = np.asarray(bounded.embed(texts))
+    want = np.asarray(embedder.embed(texts))
+    assert got.shape == (len(texts), 384)
+    assert np.allclose(got, want, atol=1e-6)
+    assert np.array_equal(got[len(TEXTS)], got[0]) and np.array_equal(got[-1], got[1])
+    assert not np.allclose(got[0], got[1])

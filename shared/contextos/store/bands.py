@@ -92,10 +92,10 @@ def delete_bands(conn: Writes, dialect: Dialect, tenant_id: str, memory_ids: Seq
         return
     conn.execute(
         f"""DELETE FROM memory_vector_bands b
-           USING (SELECT k.band_key, v.memory_id
+           USING (SELECT {dialect.band_bucket_sql("k.band_key")} AS bucket, v.memory_id
                   FROM memory_vectors v, unnest(v.band_keys) AS k(band_key)
-                  WHERE v.tenant_id = %(tenant)s AND v.memory_id = ANY(%(ids)b::uuid[])) AS d
-           WHERE {dialect.band_match_sql("b", "d.band_key")} AND b.memory_id = d.memory_id""",
+                  WHERE v.tenant_id = %(tenant)s AND v.memory_id = ANY(%(ids)b::uuid[]) OFFSET 0) AS d
+           WHERE {dialect.band_row_sql("b", "d.bucket")} AND b.memory_id = d.memory_id""",
         band_params(tenant_id) | {"ids": list(memory_ids)},
     )
 
@@ -106,7 +106,8 @@ def delete_band_pairs(conn: Writes, dialect: Dialect, tenant_id: str, pairs: Seq
         return
     conn.execute(
         f"""DELETE FROM memory_vector_bands b
-           USING unnest(%(keys)b::int[], %(ids)b::uuid[]) AS d(band_key, memory_id)
-           WHERE {dialect.band_match_sql("b", "d.band_key")} AND b.memory_id = d.memory_id""",
+           USING (SELECT {dialect.band_bucket_sql("p.band_key")} AS bucket, p.memory_id
+                  FROM unnest(%(keys)b::int[], %(ids)b::uuid[]) AS p(band_key, memory_id) OFFSET 0) AS d
+           WHERE {dialect.band_row_sql("b", "d.bucket")} AND b.memory_id = d.memory_id""",
         band_params(tenant_id) | {"keys": [int(k) for k, _ in pairs], "ids": [m for _, m in pairs]},
     )

@@ -8,6 +8,7 @@ report line; a bad file never fails the rest.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import tarfile
@@ -203,7 +204,12 @@ class WorkspaceService:
                     archive.writestr(info, data)
                     yield sink.take()
         else:
-            with tarfile.open(fileobj=sink, mode="w|gz", format=tarfile.PAX_FORMAT) as archive:
+            # gzip with a fixed header: tarfile's own "w|gz" stamps the current second into it, so two
+            # exports of an unchanged store would differ
+            with (
+                gzip.GzipFile(filename="", mode="wb", fileobj=sink, mtime=0) as compressed,
+                tarfile.open(fileobj=compressed, mode="w|", format=tarfile.PAX_FORMAT) as archive,
+            ):
                 for path, data in self.files(tenant_id):
                     member = tarfile.TarInfo(path)
                     member.size, member.mtime, member.mode = len(data), _EPOCH_MTIME, 0o644

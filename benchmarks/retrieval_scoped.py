@@ -371,7 +371,7 @@ def main() -> None:
         + ". A small scope (at most 4000 rows) is scanned exactly (recall 1 by construction); a large one goes"
         " through the ANN widened to hold about 4·k of its rows by its share of the index's candidates, learnt from"
         " its previous queries (pgvector 0.6.2 has no iterative index scans), never below hnsw.ef_search.",
-        "Text: one BM25 function for every scope (migration 0034): an owner (user, agent, run) of at most 20·bm25_cap"
+        "Text: one BM25 function for every scope (migration 0032): an owner (user, agent, run) of at most 20·bm25_cap"
         " hot memories has every match ranked with the tenant's statistics through a statement planned for it; a"
         " larger scope, or tags alone, is gathered by 0027's levels within the scope.",
     ]

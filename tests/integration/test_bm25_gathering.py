@@ -117,7 +117,7 @@ def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
 
 @pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter falcon lynx bison", "heron lynx"])
 def test_a_scopes_ranking_is_the_tenants_ranking_of_its_memories(configured, tenant, query):
-    """One BM25 for every scope (migration 0034): a small scope's every match is scored with the
+    """One BM25 for every scope (migration 0032): a small scope's every match is scored with the
     tenant's statistics, so its top k is the tenant's exact ranking filtered to the scope; a scope
     gathered by levels scores each row it returns exactly as the tenant's ranking does."""
     texts = corpus(400, seed=3)

@@ -1,5 +1,6 @@
 -- dialect: postgres
--- 0032 (PostgreSQL): 0027's BM25, each memory scored as the gathering reads it, on plans fixed once.
+-- 0032 (PostgreSQL): 0027's BM25, each memory scored as the gathering reads it, on plans fixed once;
+-- one BM25 for every scope, a small one ranked over all its matches.
 --
 -- The statistics, the bound, the level walk and the scores are 0027's. Two costs go:
 -- * Every gathered memory was looked up a second time by id to be scored; the scan that finds it
@@ -13,6 +14,11 @@
 --   the GIN postings, bounded by them and not by the tenant's size or the statistics' guess of it.
 --   The exact branch (a small tenant, or short postings) keeps custom plans: its best plan may
 --   be the tenant's own rows.
+-- A scope: an owner (user, agent, run) of at most 20 · cap hot memories, counted index-only
+-- through its btree, has every match gathered by a statement planned for it
+-- (contextos_bm25_scope_gather: only the predicates it has, planned per call, so its own index
+-- serves it) and scored; a larger scope, or tags alone, is gathered by the levels within the
+-- scope. Statistics are the tenant's, so a scope's ranking is the tenant's ranking of its memories.
 -- One memory's BM25 over the query's lexemes (0016's formula): an inlinable SQL function, so each
 -- scan scores the rows it reads instead of a second pass looking them up by id.
 CREATE OR REPLACE FUNCTION contextos_bm25_score(
@@ -26,6 +32,39 @@ AS $fn$
     JOIN unnest(lex, wt, idf) t(lexeme, w, idf) ON t.lexeme = u.lexeme
     CROSS JOIN LATERAL (SELECT coalesce(cardinality(u.positions), 1)::double precision AS n) tf
 $fn$;
+
+CREATE OR REPLACE FUNCTION contextos_bm25_scope_gather(
+    tenant text, tsq text, as_of timestamptz, scope_user text, scope_agent text, scope_run text,
+    scope_tags text[], lim integer
+)
+RETURNS uuid[]
+LANGUAGE plpgsql STABLE
+SET search_path = public, pg_temp
+AS $fn$
+DECLARE
+    got uuid[];
+BEGIN
+    IF tsq IS NULL OR tsq = '' THEN
+        RETURN '{}';
+    END IF;
+    EXECUTE format(
+        'SELECT coalesce(array_agg(s.id), ''{}'') FROM (SELECT m.id FROM memories m'
+        ' WHERE m.tenant_id = $1 AND m.search_tsv @@ $2::tsquery AND %s%s%s%s%s %s) s',
+        CASE WHEN as_of IS NULL THEN 'm.state = ''active'' AND m.tier = ''hot'''
+             ELSE 'm.tier = ''hot'' AND m.state <> ''archived'' AND m.recorded_at <= $3'
+                  ' AND (m.superseded_at IS NULL OR m.superseded_at > $3)' END,
+        CASE WHEN scope_user IS NULL THEN '' ELSE ' AND m.user_id = $4' END,
+        CASE WHEN scope_agent IS NULL THEN '' ELSE ' AND m.agent_id = $5' END,
+        CASE WHEN scope_run IS NULL THEN '' ELSE ' AND m.run_id = $6' END,
+        CASE WHEN scope_tags IS NULL THEN '' ELSE ' AND m.tags @> $7' END,
+        CASE WHEN lim IS NULL THEN '' ELSE 'LIMIT $8' END)
+    INTO got
+    USING tenant, tsq, as_of, scope_user, scope_agent, scope_run, scope_tags, lim;
+    RETURN got;
+END
+$fn$;
+REVOKE ALL ON FUNCTION contextos_bm25_scope_gather(text, text, timestamptz, text, text, text, text[], integer)
+    FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION contextos_bm25_rank(
     query text, extra text[], extra_weight real, k integer, cap integer, k1 real, b real,
@@ -60,6 +99,9 @@ DECLARE
     level_q text;
     got uuid[];
     counted boolean;
+    owned bigint;
+    scoped boolean := scope_user IS NOT NULL OR scope_agent IS NOT NULL OR scope_run IS NOT NULL
+                      OR scope_tags IS NOT NULL;
 BEGIN
     IF tenant IS NULL THEN
         RETURN;
@@ -135,7 +177,35 @@ BEGIN
     IF cap IS NOT NULL AND (n_docs <= 4 * cap OR (SELECT sum(d) FROM unnest(gdf[1:cardinality(gather)]) d) <= 4 * cap) THEN
         cap := NULL;
     END IF;
-    IF cap IS NULL THEN  -- exact: every match, scored as it is read
+    IF scoped AND cap IS NOT NULL AND coalesce(scope_user, scope_agent, scope_run) IS NOT NULL THEN
+        -- an owner (user, agent, run) of at most 20 · cap hot memories, counted through its btree
+        -- (index-only), has every match scored: exact, and cheaper than the levels
+        EXECUTE format(
+            'SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tenant_id = $1 AND m.state = ''active'''
+            ' AND m.tier = ''hot''%s%s%s LIMIT $5) s',
+            CASE WHEN scope_user IS NULL THEN '' ELSE ' AND m.user_id = $2' END,
+            CASE WHEN scope_agent IS NULL THEN '' ELSE ' AND m.agent_id = $3' END,
+            CASE WHEN scope_run IS NULL THEN '' ELSE ' AND m.run_id = $4' END)
+        INTO owned
+        USING tenant, scope_user, scope_agent, scope_run, 20 * cap + 1;
+        IF owned <= 20 * cap THEN
+            cap := NULL;
+        END IF;
+    END IF;
+    IF scoped AND cap IS NULL THEN
+        -- every match of the scope, by a statement planned for it (its own index, or that index
+        -- intersected with the text index), then scored: not one generic plan for every scope
+        cand := contextos_bm25_scope_gather(
+            tenant, array_to_string(ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(lex) x), ' | '), as_of,
+            scope_user, scope_agent, scope_run, scope_tags, NULL);
+        RETURN QUERY
+            SELECT m.id, s.score, s.matched, false
+            FROM memories m
+            CROSS JOIN LATERAL contextos_bm25_score(m.search_tsv, lex, wt, idf, k1, b, avglen) s
+            WHERE m.tenant_id = tenant AND m.id = ANY (cand)
+            ORDER BY 2 DESC, 1
+            LIMIT k;
+    ELSIF cap IS NULL THEN  -- exact: every match, scored as it is read
         PERFORM set_config('plan_cache_mode', 'auto', true);  -- a small tenant's best plan is its own rows
         RETURN QUERY
             SELECT m.id, s.score, s.matched, false

@@ -389,6 +389,23 @@ def _e2e_worker(
     db.close()
 
 
+def create_documents(store: MemoryStore, tenant: str, texts: list[str]) -> list[uuid.UUID]:
+    """A queued document row for each text (as an upload records it), their ids in order."""
+    ids = []
+    for text in texts:
+        record, _ = store.create_document(
+            tenant,
+            content_hash=uuid.uuid4().hex,
+            filename="notes.md",
+            content_type="text/markdown",
+            provenance="user_upload",
+            size_bytes=len(text),
+            raw_text=text,
+        )
+        ids.append(record.id)
+    return ids
+
+
 def end_to_end(
     store: MemoryStore,
     url: str,
@@ -408,18 +425,7 @@ def end_to_end(
 
     rng = random.Random(seed)
     texts = [synthetic_document(rng, seed * 10_000 + i) for i in range(docs)]
-    ids = []
-    for text in texts:
-        record, _ = store.create_document(
-            tenant,
-            content_hash=uuid.uuid4().hex,
-            filename="notes.md",
-            content_type="text/markdown",
-            provenance="user_upload",
-            size_bytes=len(text),
-            raw_text=text,
-        )
-        ids.append(str(record.id))
+    ids = [str(i) for i in create_documents(store, tenant, texts)]
     ctx = mp.get_context("spawn")
     ready, go, out, finish = ctx.Semaphore(0), ctx.Event(), ctx.Queue(), ctx.Event()
     shares = [list(zip(ids[w::workers], texts[w::workers], strict=True)) for w in range(workers)]

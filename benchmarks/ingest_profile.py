@@ -31,6 +31,7 @@ from contextos.store.repository import MemoryStore
 from benchmarks.ingest import (
     DIM,
     _e2e_service,
+    create_documents,
     preload,
     server_cpu_ns,
     set_shared_buffers,
@@ -93,18 +94,7 @@ def profile_worker(url: str, pgdata: Path, tenant: str, docs: int, *, threads: i
     server = server_split(store, pgdata)
     rng = random.Random(5)
     texts = [synthetic_document(rng, 10_000 + i) for i in range(docs + 1)]
-    ids = []
-    for text in texts:
-        record, _ = store.create_document(
-            tenant,
-            content_hash=uuid.uuid4().hex,
-            filename="notes.md",
-            content_type="text/markdown",
-            provenance="user_upload",
-            size_bytes=len(text),
-            raw_text=text,
-        )
-        ids.append(record.id)
+    ids = create_documents(store, tenant, texts)
     service.process(DocumentJob(tenant_id=tenant, document_id=ids[0]), data=texts[0].encode())  # warm
     server.update(dict.fromkeys(server, 0))
     server_started = server_cpu_ns(pgdata)

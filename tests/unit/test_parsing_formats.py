@@ -170,10 +170,12 @@ def test_given_an_empty_or_textless_file_when_parsed_then_it_fails_with_a_reason
 
 def test_given_a_ten_megabyte_single_line_when_parsed_and_packed_then_it_finishes_quickly_in_bounded_chunks():
     data = b"word " * 2_000_000
-    started = time.perf_counter()
+    # This process's CPU time, not wall time: the bound is on work (a quadratic path takes minutes
+    # here), not on how busy a shared machine is.
+    started = time.process_time()
     parsed = parse(data, filename="line.txt")
     chunks = pack_sections(split_sections(parsed.text, parsed.domain), max_tokens=2000)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert elapsed < 3, f"{elapsed:.1f}s"
     assert all(len(chunk) <= 8000 for chunk in chunks)
     assert sum(chunk.count("word") for chunk in chunks) == 2_000_000
@@ -244,10 +246,10 @@ def test_given_a_word_document_when_parsed_then_headings_lists_and_tables_become
 def test_given_a_docx_zip_bomb_when_parsed_then_it_is_refused_before_inflating():
     bomb = streamed_zip({"word/document.xml": 300 * MB})
     assert len(bomb) < 2 * MB
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(PermanentError, match=r"inflate to 300 MB uncompressed; the limit is 100 MB"):
         parse(bomb, filename="bomb.docx")
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_given_a_docx_entry_compressed_beyond_the_ratio_when_parsed_then_it_is_refused():
@@ -303,10 +305,10 @@ def test_given_quoted_attributes_with_angle_brackets_when_parsed_then_they_do_no
 @pytest.mark.parametrize("unit", ["<a ", "<a b='", "<!--", "<![CDATA[", "<div>", "</"])
 def test_given_pathological_html_when_parsed_then_it_finishes_in_linear_time(unit):
     data = (unit * (1_000_000 // len(unit)) + "<p>tail text</p>").encode()
-    started = time.perf_counter()
+    started = time.process_time()
     with contextlib.suppress(PermanentError):  # "no text" is a fine outcome; hanging is not
         parse(data, filename="evil.html")
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
 
 
 def test_given_deeply_nested_html_when_parsed_then_it_survives():

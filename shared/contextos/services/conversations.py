@@ -45,6 +45,7 @@ from contextos.services.admission import Admission
 from contextos.services.ingestion import deduplicate
 from contextos.sources import SessionSource
 from contextos.store.conversations import ConversationStore
+from contextos.store.rows import FlushRow
 from contextos.store.scopes import inherit_session_scope, set_session_scope
 
 
@@ -110,7 +111,7 @@ class ConversationService:
         counted = set(SessionCounts.model_fields)
         sessions = [
             SessionListItem.model_validate(
-                {k: v for k, v in row.items() if k not in counted} | {"counts": {k: row[k] for k in counted}}
+                {k: v for k, v in row.items() if k not in counted} | {"counts": {k: row.get(k) for k in counted}}
             )
             for row in rows
         ]
@@ -155,7 +156,7 @@ class ConversationService:
         logger.info("session sweep finished", extra=report.model_dump(exclude={"flushes"}))
         return report
 
-    def _send_all(self, tenant_id: str, flushes: list[dict], report: SweepReport) -> None:
+    def _send_all(self, tenant_id: str, flushes: list[FlushRow], report: SweepReport) -> None:
         """Send many claimed ranges (batched where the queue can) and mark the sent ones in one statement."""
         if not flushes:
             return
@@ -190,7 +191,7 @@ class ConversationService:
         metrics.add_metric(name="FlushesQueued", unit="Count", value=sent)
 
     @staticmethod
-    def _job(tenant_id: str, flush: dict) -> FlushJob:
+    def _job(tenant_id: str, flush: FlushRow) -> FlushJob:
         return FlushJob(
             tenant_id=tenant_id,
             session_id=flush["session_id"],
@@ -198,7 +199,7 @@ class ConversationService:
             message_to=flush["message_to"],
         )
 
-    def _send(self, tenant_id: str, flush: dict) -> FlushView:
+    def _send(self, tenant_id: str, flush: FlushRow) -> FlushView:
         """Put one claimed range on the conversation queue; a failed send stays pending for the sweeper."""
         view = FlushView.model_validate(flush)
         if self.queue is None:

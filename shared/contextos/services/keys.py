@@ -10,6 +10,7 @@ from contextos.errors import BadRequest
 from contextos.models import Provenance
 from contextos.store.db import Database
 from contextos.store.keys import KeyStore
+from contextos.store.rows import KeyListRow
 from contextos.tenancy import valid_tenant
 
 KEY_PREFIX = "ctx_"
@@ -60,7 +61,7 @@ class KeyService:
         row = self.store.live(hash_key(key))
         return KeyIdentity(**row) if row else None
 
-    def list(self, tenant_id: str | None = None) -> list[dict]:
+    def list(self, tenant_id: str | None = None) -> list[KeyListRow]:
         """Every key (never the key itself: a short prefix of its hash to tell them apart)."""
         return self.store.list(tenant_id)
 

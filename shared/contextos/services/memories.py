@@ -46,6 +46,7 @@ from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expung
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore
+from contextos.store.rows import LockedMemory
 
 if TYPE_CHECKING:
     from contextos.store.db import Conn
@@ -148,7 +149,11 @@ class MemoryService:
             if not key:
                 raise BadRequest("the label has no words to key the memory by")
             # the merge key stays namespaced by the memory's owner (as a scoped write makes it)
-            key += Scope(**{f: changes.get(f, current[f]) for f in owners}).key_suffix()
+            key += Scope(
+                user_id=changes.get("user_id", current["user_id"]),
+                agent_id=changes.get("agent_id", current["agent_id"]),
+                run_id=changes.get("run_id", current["run_id"]),
+            ).key_suffix()
         with self._management.transaction(tenant_id) as conn:
             row = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
             if row["version"] != current["version"]:
@@ -174,7 +179,7 @@ class MemoryService:
         return MemoryEdited(id=memory_id, version=version, changed=sorted(changes), reembedded=embedding is not None)
 
     @staticmethod
-    def _editable(row: dict, patch: MemoryPatch) -> dict:
+    def _editable(row: LockedMemory, patch: MemoryPatch) -> LockedMemory:
         if row["forgotten_at"] is not None:
             raise NotFound(f"memory {row['id']} not found")
         if row["tier"] == "cold":

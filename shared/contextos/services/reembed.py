@@ -19,6 +19,7 @@ from contextos.errors import SchemaMismatch
 from contextos.lsh import sketch
 from contextos.store.db import Database
 from contextos.store.reembed import ReembedStore
+from contextos.store.rows import ReembedRow
 
 
 @dataclass
@@ -73,9 +74,9 @@ class Reembedder:
             report.remaining_by_tenant[tenant_id] = self.pending(tenant_id)
         return report
 
-    def _batch(self, tenant_id: str, after: UUID) -> list[dict]:
+    def _batch(self, tenant_id: str, after: UUID) -> list[ReembedRow]:
         return self.store.batch(tenant_id, self.embedder.model_id, after, self.batch_size)
 
-    def _write(self, tenant_id: str, batch: list[dict], vectors: list[list[float]]) -> None:
+    def _write(self, tenant_id: str, batch: list[ReembedRow], vectors: list[list[float]]) -> None:
         lsh = sketch(np.asarray(vectors, dtype=np.float32))
         self.store.write(tenant_id, self.embedder.model_id, [r["id"] for r in batch], vectors, lsh)

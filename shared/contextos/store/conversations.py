@@ -13,11 +13,20 @@ import base64
 import json
 import re
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from contextos.conversations import SESSION_ID_PATTERN
 from contextos.errors import BadRequest, NotFound, SessionEnded
 from contextos.store.db import Database
+from contextos.store.rows import (
+    AppendedMessage,
+    FlushRow,
+    SessionDetail,
+    SessionListRow,
+    TurnRow,
+    row_of,
+    rows_of,
+)
 from psycopg.types.json import Jsonb
 
 FLUSH_COLUMNS = "session_id, message_from, message_to, trigger, status, error, counts, attempts"
@@ -28,7 +37,7 @@ class ConversationStore:
         self.db = db
 
     # -- chat time -------------------------------------------------------------------------
-    def append(self, tenant_id: str, session_id: str, *, role: str, content: str, provenance: str) -> dict:
+    def append(self, tenant_id: str, session_id: str, *, role: str, content: str, provenance: str) -> AppendedMessage:
         """Buffer one message (creating the session on its first); never extracts anything.
 
         Returns the message's seq and the session's counters. An ended session refuses it.
@@ -64,9 +73,9 @@ class ConversationStore:
             ).fetchone()
         if row is None:
             raise SessionEnded(f"session {session_id!r} has ended; start a new session")
-        return row
+        return cast(AppendedMessage, row)
 
-    def recent_turns(self, tenant_id: str, session_id: str, limit: int) -> list[dict]:
+    def recent_turns(self, tenant_id: str, session_id: str, limit: int) -> list[TurnRow]:
         """The last ``limit`` messages of a session, oldest first (an index range read)."""
         if limit <= 0:
             return []
@@ -76,10 +85,10 @@ class ConversationStore:
                    WHERE tenant_id = %s AND session_id = %s ORDER BY seq DESC LIMIT %s""",
                 [tenant_id, session_id, limit],
             ).fetchall()
-        return rows[::-1]
+        return rows_of(TurnRow, rows[::-1])
 
     # -- flushing --------------------------------------------------------------------------
-    def claim_flush(self, tenant_id: str, session_id: str, trigger: str, *, min_unflushed: int = 1) -> dict | None:
+    def claim_flush(self, tenant_id: str, session_id: str, trigger: str, *, min_unflushed: int = 1) -> FlushRow | None:
         """Claim the session's unflushed range if it holds at least ``min_unflushed`` messages.
 
         ``trigger == 'end'`` also ends the session (once; ending twice is harmless). Returns the
@@ -105,22 +114,23 @@ class ConversationStore:
                 "UPDATE sessions SET flushed_through = %s WHERE tenant_id = %s AND id = %s",
                 [session["message_count"], tenant_id, session_id],
             )
-            return conn.execute(
+            claimed = conn.execute(
                 f"""INSERT INTO conversation_flushes (tenant_id, session_id, message_from, message_to, trigger)
                     VALUES (%s, %s, %s, %s, %s)
                     ON CONFLICT DO NOTHING
                     RETURNING {FLUSH_COLUMNS}""",
                 [tenant_id, session_id, session["flushed_through"] + 1, session["message_count"], trigger],
             ).fetchone()
+        return row_of(FlushRow, claimed)
 
-    def claim_idle(self, tenant_id: str, *, idle_s: int, limit: int) -> list[dict]:
+    def claim_idle(self, tenant_id: str, *, idle_s: int, limit: int) -> list[FlushRow]:
         """Claim the unflushed range of every open session idle for ``idle_s``: one statement.
 
         Sessions another transaction holds right now (an end, an append) are skipped: that one
         decides, and a session skipped while active is no longer idle anyway.
         """
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            rows = conn.execute(
                 f"""WITH idle AS (
                         SELECT id, flushed_through, message_count FROM sessions
                         WHERE tenant_id = %(tenant)s AND status = 'open' AND message_count > flushed_through
@@ -141,6 +151,7 @@ class ConversationStore:
                     RETURNING {FLUSH_COLUMNS}""",
                 {"tenant": tenant_id, "idle": timedelta(seconds=idle_s), "limit": limit},
             ).fetchall()
+        return rows_of(FlushRow, rows)
 
     def mark_enqueued(self, tenant_id: str, session_id: str, message_from: int) -> None:
         with self.db.tenant_tx(tenant_id) as conn:
@@ -163,11 +174,11 @@ class ConversationStore:
                 [[r[0] for r in ranges], [r[1] for r in ranges], tenant_id],
             )
 
-    def unsent_flushes(self, tenant_id: str, *, older_than_s: int, requeue_after_s: int, limit: int) -> list[dict]:
+    def unsent_flushes(self, tenant_id: str, *, older_than_s: int, requeue_after_s: int, limit: int) -> list[FlushRow]:
         """Claimed flushes whose queue message was never sent (the sender died after the claim), and
         sent ones nobody has touched for ``requeue_after_s`` (their message was lost or dead-lettered)."""
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            rows = conn.execute(
                 f"""SELECT {FLUSH_COLUMNS} FROM conversation_flushes
                     WHERE tenant_id = %s
                       AND ((status = 'pending' AND updated_at < now() - %s::interval)
@@ -175,12 +186,13 @@ class ConversationStore:
                     ORDER BY updated_at LIMIT %s""",
                 [tenant_id, timedelta(seconds=older_than_s), timedelta(seconds=requeue_after_s), limit],
             ).fetchall()
+        return rows_of(FlushRow, rows)
 
     # -- the conversation function ---------------------------------------------------------
-    def claim_job(self, tenant_id: str, session_id: str, message_from: int, *, stale_after_s: int) -> dict | None:
+    def claim_job(self, tenant_id: str, session_id: str, message_from: int, *, stale_after_s: int) -> FlushRow | None:
         """Take a flush for processing; None when it is done, failed, or held by a live worker."""
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            claimed = conn.execute(
                 f"""UPDATE conversation_flushes
                     SET status = 'processing', attempts = attempts + 1, updated_at = now()
                     WHERE tenant_id = %s AND session_id = %s AND message_from = %s
@@ -189,6 +201,7 @@ class ConversationStore:
                     RETURNING {FLUSH_COLUMNS}""",
                 [tenant_id, session_id, message_from, timedelta(seconds=stale_after_s)],
             ).fetchone()
+        return row_of(FlushRow, claimed)
 
     def release_job(self, tenant_id: str, session_id: str, message_from: int, reason: str) -> None:
         """Hand a flush back after a transient failure, for the queue's retry."""
@@ -210,16 +223,17 @@ class ConversationStore:
                 [reason[:1000], Jsonb(counts or {}), tenant_id, session_id, message_from],
             )
 
-    def turns(self, tenant_id: str, session_id: str, message_from: int, message_to: int) -> list[dict]:
+    def turns(self, tenant_id: str, session_id: str, message_from: int, message_to: int) -> list[TurnRow]:
         with self.db.tenant_tx(tenant_id) as conn:
-            return conn.execute(
+            rows = conn.execute(
                 """SELECT seq, role, content, provenance FROM messages
                    WHERE tenant_id = %s AND session_id = %s AND seq BETWEEN %s AND %s ORDER BY seq""",
                 [tenant_id, session_id, message_from, message_to],
             ).fetchall()
+        return rows_of(TurnRow, rows)
 
     # -- reading ---------------------------------------------------------------------------
-    def get_session(self, tenant_id: str, session_id: str) -> dict[str, Any]:
+    def get_session(self, tenant_id: str, session_id: str) -> SessionDetail:
         with self.db.tenant_tx(tenant_id) as conn:
             session = conn.execute(
                 """SELECT id, status, message_count, flushed_through, last_message_at, ended_at, created_at
@@ -233,11 +247,11 @@ class ConversationStore:
                     WHERE tenant_id = %s AND session_id = %s ORDER BY message_from""",
                 [tenant_id, session_id],
             ).fetchall()
-        return session | {"flushes": flushes}
+        return SessionDetail(**session, flushes=rows_of(FlushRow, flushes))  # type: ignore[typeddict-item]
 
     def list_sessions(
         self, tenant_id: str, *, status: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
+    ) -> tuple[list[SessionListRow], str | None]:
         """One page of the tenant's sessions, newest first, each with its flushes' summed counts.
 
         Keyset pagination on (created_at, id), which never changes for a session; ordering by
@@ -290,7 +304,7 @@ class ConversationStore:
                 params,
             ),
         )
-        page = rows[:limit]
+        page = rows_of(SessionListRow, rows[:limit])
         more = len(rows) > limit and page
         return page, _encode_cursor(page[-1]["created_at"], page[-1]["id"]) if more else None
 

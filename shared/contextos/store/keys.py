@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contextos.store.db import Database
+from contextos.store.rows import KeyIdentity, KeyListRow, row_of, rows_of
 
 
 @dataclass
@@ -22,24 +23,26 @@ class KeyStore:
                 [key_hash, tenant_id, name, principal, provenance_ceiling],
             )
 
-    def live(self, key_hash: str) -> dict | None:
+    def live(self, key_hash: str) -> KeyIdentity | None:
         """The identity columns of a live (unrevoked) key, or None."""
         with self.db.system_tx() as conn:
-            return conn.execute(
+            row = conn.execute(
                 """SELECT tenant_id, name, principal, provenance_ceiling FROM api_keys
                    WHERE key_hash = %s AND revoked_at IS NULL""",
                 [key_hash],
             ).fetchone()
+        return row_of(KeyIdentity, row)
 
-    def list(self, tenant_id: str | None = None) -> list[dict]:
+    def list(self, tenant_id: str | None = None) -> list[KeyListRow]:
         with self.db.system_tx() as conn:
-            return conn.execute(
+            rows = conn.execute(
                 """SELECT tenant_id, name, principal, provenance_ceiling, left(key_hash, 12) AS key_hash_prefix,
                           created_at, revoked_at
                    FROM api_keys WHERE %(tenant)s::text IS NULL OR tenant_id = %(tenant)s
                    ORDER BY tenant_id, created_at, name""",
                 {"tenant": tenant_id},
             ).fetchall()
+        return rows_of(KeyListRow, rows)
 
     def revoke(self, tenant_id: str, name: str) -> int:
         with self.db.system_tx() as conn:

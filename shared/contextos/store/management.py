@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 import numpy as np
@@ -27,6 +27,7 @@ from contextos.store.bands import delete_bands, insert_bands, keys_literal
 from contextos.store.db import Conn, Database, one
 from contextos.store.governance import write_audit
 from contextos.store.graph import GraphReads
+from contextos.store.rows import DocumentListRow, LockedDocument, LockedMemory, MemoryListRow, rows_of
 from contextos.store.scopes import scope_params, scope_predicate
 from contextos.store.sql import band_case, current_strength
 from pgvector import Vector
@@ -65,7 +66,7 @@ class ManagementStore(GraphReads):
         return self.db.tenant_tx(tenant_id)
 
     # -- listing ---------------------------------------------------------------------------
-    def list_memories(self, tenant_id: str, query: MemoryListQuery) -> tuple[list[dict], str | None]:
+    def list_memories(self, tenant_id: str, query: MemoryListQuery) -> tuple[list[MemoryListRow], str | None]:
         """One keyset page, newest first; a forgotten memory is never listed."""
         strength = current_strength("m")
         where = [
@@ -100,11 +101,11 @@ class ManagementStore(GraphReads):
                 params,
             ),
         )
-        page = rows[: query.limit]
+        page = rows_of(MemoryListRow, rows[: query.limit])
         more = len(rows) > query.limit
         return page, encode_cursor(page[-1]["created_at"], page[-1]["id"]) if more and page else None
 
-    def list_documents(self, tenant_id: str, query: DocumentListQuery) -> tuple[list[dict], str | None]:
+    def list_documents(self, tenant_id: str, query: DocumentListQuery) -> tuple[list[DocumentListRow], str | None]:
         where = ["tenant_id = %(tenant)s"]
         params: dict[str, Any] = {"tenant": tenant_id, "limit": query.limit + 1}
         if query.status is not None:
@@ -127,13 +128,13 @@ class ManagementStore(GraphReads):
                 params,
             ),
         )
-        page = rows[: query.limit]
+        page = rows_of(DocumentListRow, rows[: query.limit])
         more = len(rows) > query.limit
         return page, encode_cursor(page[-1]["created_at"], page[-1]["id"]) if more and page else None
 
     # -- reading one for a change ------------------------------------------------------------
     @staticmethod
-    def lock_memory(conn: Conn, tenant_id: str, memory_id: UUID) -> dict:
+    def lock_memory(conn: Conn, tenant_id: str, memory_id: UUID) -> LockedMemory:
         """The memory's row (and its vector), locked for this transaction; 404 once forgotten."""
         row = conn.execute(
             """SELECT m.id, m.norm_key, m.label, m.definition, m.type, m.importance, m.tags, m.metadata,
@@ -147,7 +148,7 @@ class ManagementStore(GraphReads):
         ).fetchone()
         if not row:
             raise NotFound(f"memory {memory_id} not found")
-        return row
+        return cast(LockedMemory, row)
 
     @staticmethod
     def key_taken(conn: Conn, tenant_id: str, norm_key: str, memory_id: UUID) -> bool:
@@ -164,7 +165,7 @@ class ManagementStore(GraphReads):
         self,
         conn: Conn,
         tenant_id: str,
-        row: dict,
+        row: LockedMemory,
         changes: dict[str, Any],
         *,
         norm_key: str,
@@ -248,7 +249,7 @@ class ManagementStore(GraphReads):
         return version
 
     # -- forgetting and restoring -------------------------------------------------------------
-    def forget_hot(self, conn: Conn, tenant_id: str, row: dict, *, actor: str, reason: str | None) -> None:
+    def forget_hot(self, conn: Conn, tenant_id: str, row: LockedMemory, *, actor: str, reason: str | None) -> None:
         """Out of every read, restorable: archived state, unsearchable vector, no LSH bands."""
         delete_bands(conn, self.db.dialect, tenant_id, [row["id"]])
         conn.execute(
@@ -268,7 +269,7 @@ class ManagementStore(GraphReads):
         write_audit(conn, tenant_id, [{"actor": actor, "action": "deleted", "memory_id": row["id"], "reason": reason}])
 
     def restore(
-        self, conn: Conn, tenant_id: str, row: dict, *, state: str, norm_key: str, actor: str, undo: str
+        self, conn: Conn, tenant_id: str, row: LockedMemory, *, state: str, norm_key: str, actor: str, undo: str
     ) -> None:
         """Back to ``state`` under ``norm_key``: searchable again when active, bands rebuilt, audited."""
         conn.execute(
@@ -326,7 +327,7 @@ class ManagementStore(GraphReads):
 
     # -- documents ---------------------------------------------------------------------------
     @staticmethod
-    def lock_document(conn: Conn, tenant_id: str, document_id: UUID) -> dict:
+    def lock_document(conn: Conn, tenant_id: str, document_id: UUID) -> LockedDocument:
         row = conn.execute(
             """SELECT id, status, raw_s3_key, source_s3_key, upload_s3_key FROM documents
                WHERE tenant_id = %s AND id = %s FOR UPDATE""",
@@ -334,7 +335,7 @@ class ManagementStore(GraphReads):
         ).fetchone()
         if not row:
             raise NotFound(f"document {document_id} not found")
-        return row
+        return cast(LockedDocument, row)
 
     @staticmethod
     def document_memories(conn: Conn, tenant_id: str, document_id: UUID) -> dict[str, list[UUID]]:

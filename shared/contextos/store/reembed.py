@@ -8,6 +8,7 @@ from uuid import UUID
 from contextos.lsh import Sketch
 from contextos.store.bands import delete_bands, insert_bands, keys_literal
 from contextos.store.db import Database
+from contextos.store.rows import ReembedRow, rows_of
 from pgvector import Vector
 
 
@@ -33,9 +34,9 @@ class ReembedStore:
             row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_dim'").fetchone()
         return int(row["value"]) if row else None
 
-    def batch(self, tenant_id: str, embedder_id: str, after: UUID, limit: int) -> list[dict]:
+    def batch(self, tenant_id: str, embedder_id: str, after: UUID, limit: int) -> list[ReembedRow]:
         """The next pending memories (id, label, definition) in id order after ``after``."""
-        return self.db.tenant_read(
+        rows = self.db.tenant_read(
             tenant_id,
             (
                 """SELECT m.id, m.label, m.definition FROM memory_vectors v
@@ -45,6 +46,7 @@ class ReembedStore:
                 [tenant_id, embedder_id, after, limit],
             ),
         )
+        return rows_of(ReembedRow, rows)
 
     def write(self, tenant_id: str, embedder_id: str, ids: list[UUID], vectors: list[list[float]], lsh: Sketch) -> None:
         """The new vectors and their LSH bands, set-based, in one transaction."""

@@ -268,3 +268,157 @@ class GraphEdgeRow(TypedDict):
     dst_id: UUID
     type: str
     weight: float
+
+
+# -- conversations -----------------------------------------------------------------------------
+class AppendedMessage(TypedDict):
+    """A buffered message's seq and its session's counters after the append."""
+
+    seq: int
+    message_count: int
+    flushed_through: int
+
+
+class TurnRow(TypedDict):
+    seq: int
+    role: str
+    content: str
+    provenance: str
+
+
+class FlushRow(TypedDict):
+    """One claimed range of a session (``conversations.FLUSH_COLUMNS``)."""
+
+    session_id: str
+    message_from: int
+    message_to: int
+    trigger: str
+    status: str
+    error: str | None
+    counts: dict[str, Any]
+    attempts: int
+
+
+class SessionRow(TypedDict):
+    id: str
+    status: str
+    message_count: int
+    flushed_through: int
+    last_message_at: datetime | None
+    ended_at: datetime | None
+    created_at: datetime
+
+
+class SessionDetail(SessionRow):
+    flushes: list[FlushRow]
+
+
+class SessionListRow(SessionRow):
+    """A listed session with its flushes' summed counts."""
+
+    flushes: int
+    flushes_pending: int
+    flushes_done: int
+    flushes_failed: int
+    memories_created: int
+    memories_merged: int
+    held_for_review: int
+
+
+# -- keys --------------------------------------------------------------------------------------
+class KeyIdentity(TypedDict):
+    """What a live key says about its caller."""
+
+    tenant_id: str
+    name: str
+    principal: str
+    provenance_ceiling: str
+
+
+class KeyListRow(KeyIdentity):
+    key_hash_prefix: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+# -- management --------------------------------------------------------------------------------
+class MemoryListRow(TypedDict):
+    """A listed memory (``management.LIST_COLUMNS`` with its strength and band)."""
+
+    id: UUID
+    label: str
+    definition: str
+    type: str
+    importance: int
+    tier: str
+    state: str
+    provenance: str
+    always_load: bool
+    protected: bool
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    strength: float
+    band: str
+
+
+class DocumentListRow(TypedDict):
+    id: UUID
+    filename: str | None
+    source_type: str | None
+    status: str
+    error: str | None
+    provenance: str
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+class LockedMemory(TypedDict):
+    """A memory's row and its vector, locked for an edit, forget or restore."""
+
+    id: UUID
+    norm_key: str
+    label: str
+    definition: str
+    type: str
+    importance: int
+    tags: list[str]
+    metadata: dict[str, Any]
+    always_load: bool
+    protected: bool
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    state: str
+    tier: str
+    version: int
+    superseded_by: UUID | None
+    forgotten_at: datetime | None
+    forgotten_state: str | None
+    cold_object_key: str | None
+    embedding: Any  # pgvector's value (a numpy array), None for a cold memory
+    band_keys: list[int] | None
+    embedder_id: str | None
+
+
+class LockedDocument(TypedDict):
+    id: UUID
+    status: str
+    raw_s3_key: str | None
+    source_s3_key: str | None
+    upload_s3_key: str | None
+
+
+class ReembedRow(TypedDict):
+    id: UUID
+    label: str
+    definition: str

@@ -443,7 +443,8 @@ def end_to_end(
     shares = [list(zip(ids[w::workers], texts[w::workers], strict=True)) for w in range(workers)]
     signals = (ready, go, out, finish)
     procs = [
-        ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, embed_batch, batch, *signals)) for share in shares
+        ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, embed_batch, batch, *signals))
+        for share in shares
     ]
     for proc in procs:
         proc.start()

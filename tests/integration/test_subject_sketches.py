@@ -84,6 +84,12 @@ def test_the_probe_returns_exactly_the_neighbours_the_exact_cosine_gives(configu
     found = sorted(round(float(r["similarity"]), 4) for r in rows)
     assert found == sorted(c for c in cosines if c >= lowest - 1e-9)
     assert {r["judged"] for r in rows if r["similarity"] < settings.contradiction_similarity_floor} == {False}
+    # A candidate with no change cue reads nothing below the judge's floor (it cannot update anything).
+    floor = settings.contradiction_similarity_floor
+    with container.database().tenant_tx(tenant) as conn:
+        cueless = contradictions.neighbours(conn, tenant, [new], [new.norm_key], hot, "postgres", settings, [floor])
+    expected = {r["id"] for r in rows if r["similarity"] >= floor}
+    assert {r["id"] for r in cueless} == expected and len(expected) >= 5
 
     # The sketch in the index is the one Python computes from the band keys (SQL and Python agree) ...
     assert len(sketches) == len(near) + len(far)

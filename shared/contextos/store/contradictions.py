@@ -83,10 +83,13 @@ def neighbours(
     hot_memories: int,
     dialect: str,
     settings: GovernanceSettings,
+    floors: Sequence[float] | None = None,
 ) -> list[dict[str, Any]]:
     """Per candidate: its top-k nearest active memories at or above the similarity floor, plus the
     active memory holding its final key (what it would merge into); ``judged`` says which the
-    judge sees (the rest lie between the update floor and the judge's).
+    judge sees (the rest lie between the update floor and the judge's). ``floors``: per candidate,
+    the lowest similarity its caller reads (a candidate that reports no change cannot update a
+    neighbour, so below the judge's floor nothing of it is read); never below the settings' own.
 
     A small tenant (and every CockroachDB tenant) is scanned exactly. A large one is probed by
     subject in one statement for the batch (``_nearest_by_subject``)."""
@@ -104,9 +107,11 @@ def neighbours(
     # below the judge's floor, a neighbour is still checked for an update (the gate's update links)
     lowest = min(floor, cfg.update_similarity_floor) if cfg.update_links else floor
     exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
+    lows = [lowest] * len(candidates)
     if exact:
         rows = _nearest(conn, params, exact=dialect == "postgres")
     else:
+        lows = [max(lowest, f) for f in floors] if floors is not None else lows
         lsh = sketch(np.asarray([c.embedding for c in candidates], dtype=np.float32))
         rows = _nearest_by_subject(
             conn,
@@ -114,14 +119,14 @@ def neighbours(
             | {
                 "own": [c.norm_key for c in candidates],
                 "rows": cfg.contradiction_subject_rows,
-                "lowest": lowest,
+                "lowest": lows,
                 "sketches": [band_sketch(keys) for keys in lsh.band_keys],
-                "max_distance": max_hamming(lowest),
+                "max_distance": [max_hamming(low) for low in lows],
             },
         )
     best: dict[tuple[int, UUID], dict] = {}
     for row in rows:
-        if row["similarity"] < lowest and not row["key_match"]:
+        if row["similarity"] < lows[row["idx"]] and not row["key_match"]:
             continue
         key = (row["idx"], row["id"])
         if key not in best or row["similarity"] > best[key]["similarity"]:
@@ -142,22 +147,23 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
     the planner, the LIMIT invited a walk of the tenant's whole term index (or table), calling
     the term function on every row. The sharing memories are ranked on their vectors alone
     (fenced, sorted), and each memory row is read in that order only until k pass the active and
-    owner checks, not for every sharing memory. Those below ``lowest`` are left out before the
-    ranking: the caller drops them from the top k anyway, so the rows kept are the same.
+    owner checks, not for every sharing memory. Those below the candidate's ``lowest`` are left out
+    before the ranking: the caller drops them from the top k anyway, so the rows kept are the same.
 
     Which sharing memories are far is mostly known from the term index itself: each term row
     carries its memory's LSH sketch (migration 0037), and one whose sketch differs from the
-    candidate's in more than ``max_distance`` bits (``max_hamming(lowest)``: mean + 4 sigma of a
-    pair at ``lowest``) is dropped before its vector row is read. The choice of the ``rows`` lowest
+    candidate's in more than its ``max_distance`` bits (``max_hamming`` of its ``lowest``: mean + 4
+    sigma of a pair at that similarity) is dropped before its vector row is read. The choice of the ``rows`` lowest
     ids comes first, unchanged; the filter only skips vectors that would fail the cosine (a pair
     at ``lowest`` itself passes with probability 1 - 3e-5, and above the judge's floor, 0.6, it is
     5.5 sigma inside). A term row without a sketch is read as before."""
     return conn.execute(
         f"""WITH probe AS MATERIALIZED (
-               SELECT t.idx, t.embedding, t.final_key, t.own_key, t.owner, t.sketch::bit(256) AS sketch
+               SELECT t.idx, t.embedding, t.final_key, t.own_key, t.owner, t.sketch::bit(256) AS sketch,
+                      t.lowest, t.max_distance
                FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[],
-                           %(owners)s::text[], %(sketches)s::text[])
-                   AS t(idx, embedding, final_key, own_key, owner, sketch)
+                           %(owners)s::text[], %(sketches)s::text[], %(lowest)s::float8[], %(max_distance)s::int[])
+                   AS t(idx, embedding, final_key, own_key, owner, sketch, lowest, max_distance)
            ),
            terms AS MATERIALIZED (
                SELECT DISTINCT p.idx, t.term FROM probe p
@@ -175,7 +181,7 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
                    WHERE t.idx = p.idx
                    ORDER BY st.memory_id LIMIT %(rows)s
                ) s
-               WHERE s.sketch IS NULL OR bit_count(s.sketch # p.sketch) <= %(max_distance)s
+               WHERE s.sketch IS NULL OR bit_count(s.sketch # p.sketch) <= p.max_distance
            ),
            found AS MATERIALIZED (
                SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
@@ -185,7 +191,7 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
                        SELECT s.memory_id, v.embedding <=> p.embedding AS distance
                        FROM shared s
                        JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
-                       WHERE s.idx = p.idx AND 1.0 - (v.embedding <=> p.embedding) >= %(lowest)s
+                       WHERE s.idx = p.idx AND 1.0 - (v.embedding <=> p.embedding) >= p.lowest
                        ORDER BY 2 OFFSET 0
                    ) r
                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = r.memory_id AND m.state = 'active'

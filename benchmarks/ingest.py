@@ -268,10 +268,12 @@ def preload(url: str, tenant: str, n: int, *, skip_vacuum: bool = False) -> floa
             for row in band_rows:
                 copy.write_row(row)
         conn.execute("UPDATE tenants SET hot_memories = %s WHERE tenant_id = %s", [n, tenant])
-        # Their subject terms, as the store writes them for every new memory (migration 0021).
+        # Their subject terms with their LSH sketches, as the store writes them for every new memory
+        # (migrations 0021, 0037).
         conn.execute(
-            """INSERT INTO memory_subject_terms (tenant_id, term, memory_id)
-               SELECT m.tenant_id, t.term, m.id FROM memories m
+            """INSERT INTO memory_subject_terms (tenant_id, term, memory_id, sketch)
+               SELECT m.tenant_id, t.term, m.id, contextos_band_sketch(v.band_keys) FROM memories m
+               JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
                CROSS JOIN LATERAL unnest(contextos_subject_terms(m.norm_key)) AS t(term)
                WHERE m.tenant_id = %s""",
             [tenant],
@@ -356,14 +358,15 @@ def _e2e_worker(
     jobs: list[tuple[str, str]],
     threads: int | None,
     embed_batch: int | None,
+    batch: int,
     ready,
     go,
     out,
     finish,
 ) -> None:
     """One warm Lambda instance: build the service, process a warm-up document, wait for the start,
-    then process ``jobs`` (document id, text) in order; report this process's CPU seconds, in all
-    and in extraction and embedding."""
+    then process ``jobs`` (document id, text) in order, ``batch`` a queue batch; report this
+    process's CPU seconds, in all and in extraction and embedding."""
     settings = Settings()
     db, store, service = _e2e_service(url, settings, threads=threads, embed_batch=embed_batch)
     clock = _StageClock()
@@ -382,8 +385,16 @@ def _e2e_worker(
     go.wait()
     clock.seconds = dict.fromkeys(clock.seconds, 0.0)
     started = time.process_time()
-    for doc_id, text in jobs:
-        service.process(DocumentJob(tenant_id=tenant, document_id=uuid.UUID(doc_id)), data=text.encode())
+    # As the ingest function runs: an SQS batch of ``batch`` job bodies through process_batch (steps
+    # 1-6 document by document, then one admission for the batch); the text comes from the row.
+    for first in range(0, len(jobs), batch):
+        bodies = {
+            f"msg-{doc_id}": DocumentJob(tenant_id=tenant, document_id=uuid.UUID(doc_id)).model_dump_json()
+            for doc_id, _ in jobs[first : first + batch]
+        }
+        failed = {m: e for m, e in service.process_batch(bodies).items() if e is not None}
+        if failed:
+            raise RuntimeError(f"benchmark documents failed: {failed}")
     out.put({"total": time.process_time() - started, **clock.seconds})
     finish.wait()  # the connections stay open until the server's CPU has been read
     db.close()
@@ -417,6 +428,7 @@ def end_to_end(
     threads: int | None,
     seed: int = 5,
     embed_batch: int | None = None,
+    batch: int = 1,
 ) -> tuple[float, dict]:
     """Documents per second through the whole ingestion service, ``workers`` processes at a time
     (each a warm Lambda instance of the ingest queue: its own models and connections), and the CPU
@@ -431,7 +443,8 @@ def end_to_end(
     shares = [list(zip(ids[w::workers], texts[w::workers], strict=True)) for w in range(workers)]
     signals = (ready, go, out, finish)
     procs = [
-        ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, embed_batch, *signals)) for share in shares
+        ctx.Process(target=_e2e_worker, args=(url, tenant, share, threads, embed_batch, batch, *signals))
+        for share in shares
     ]
     for proc in procs:
         proc.start()
@@ -755,6 +768,7 @@ def main() -> None:
                         threads=args.e2e_threads,
                         seed=e2e_seed,
                         embed_batch=embed_batch,
+                        batch=args.batch,
                     )
                 )
         (e2e, cpu_e2e), (e2e_base, cpu_e2e_base) = (_combined(arms["current"]), _combined(arms["baseline"]))
@@ -839,7 +853,9 @@ def main() -> None:
             f"End to end: {args.e2e_workers} worker processes (warm Lambda instances, each with its own models"
             " and connections) over one tenant: parse, local spaCy extraction, validation, MiniLM int8"
             f" embeddings ({args.e2e_threads} intra-op thread(s) each), trust gate, store with the contradiction"
-            " gate, settling of the fresh vectors into the HNSW index (which holds the 100k tenant's vectors).",
+            " gate, settling of the fresh vectors into the HNSW index (which holds the 100k tenant's vectors)."
+            f" Each worker drives the deployed path, IngestionService.process_batch, {args.batch} document jobs an"
+            " SQS batch (steps 1-6 document by document, then one admission transaction for the batch).",
             "End to end is an A/B in one run: the embedder as shipped (batches bounded by padded tokens) and"
             " e2e_baseline_* with the previous one (one text per run; the vectors are identical), interleaved"
             " (current, baseline, current, baseline; half the documents each, the same documents in both arms,"

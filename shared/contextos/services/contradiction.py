@@ -48,7 +48,7 @@ class ContradictionGate:
             pairs = [
                 (r["idx"], r)
                 for r in contradictions.neighbours(
-                    conn, tenant_id, candidates, keys, hot, db.dialect.name, self.settings
+                    conn, tenant_id, candidates, keys, hot, db.dialect.name, self.settings, self._floors(candidates)
                 )
                 if r["judged"]
             ]
@@ -74,7 +74,16 @@ class ContradictionGate:
             return outcome
         cache = cache or {}
         neighbours = (
-            contradictions.neighbours(conn, tenant_id, candidates, final_keys, hot_memories, dialect, self.settings)
+            contradictions.neighbours(
+                conn,
+                tenant_id,
+                candidates,
+                final_keys,
+                hot_memories,
+                dialect,
+                self.settings,
+                self._floors(candidates),
+            )
             if hot_memories
             else []
         )
@@ -99,6 +108,16 @@ class ContradictionGate:
         if self.settings.update_links:
             self._link_updates(conn, tenant_id, candidates, final_keys, neighbours, outcome, claimed, dialect)
         return outcome
+
+    def _floors(self, candidates: Sequence[MemoryCandidate]) -> list[float]:
+        """Per candidate, the lowest similarity the gate reads: the update floor only for a candidate
+        that carries a change cue (only those can update a neighbour, ``_link_updates``), else the
+        judge's floor."""
+        cfg = self.settings
+        if not cfg.update_links:
+            return [cfg.contradiction_similarity_floor] * len(candidates)
+        low = min(cfg.contradiction_similarity_floor, cfg.update_similarity_floor)
+        return [low if reports_a_change(c.definition) else cfg.contradiction_similarity_floor for c in candidates]
 
     def _link_updates(
         self,

@@ -360,7 +360,13 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
             self._write_vectors(writes, tenant_id, memories, rows, embedder_id, memory_sketches)
             if self.db.dialect.name == "postgres":
                 fresh = [r for r in rows if r["inserted"]]
-                insert_subject_terms(writes, tenant_id, [r["id"] for r in fresh], [r["norm_key"] for r in fresh])
+                insert_subject_terms(
+                    writes,
+                    tenant_id,
+                    [r["id"] for r in fresh],
+                    [r["norm_key"] for r in fresh],
+                    [memory_sketches[r["norm_key"]][1] for r in fresh],
+                )
             self._insert_items(writes, tenant_id, source, candidates, final_keys, ids)
             self._upsert_related_edges(writes, tenant_id, pairs, {r["id"] for r in rows if r["inserted"]})
             if created:

@@ -49,6 +49,13 @@ def keys_literal(keys: Sequence[int]) -> str:
     return "{" + ",".join(map(str, keys)) + "}"
 
 
+def band_sketch(keys: Sequence[int]) -> str:
+    """A memory's 256-bit LSH sketch from its band keys, as '0'/'1' text (SQL ``bit(256)``): each
+    band's 16 hash bits, band after band — what SQL's ``contextos_band_sketch`` (migration 0037)
+    computes. The bit order differs from the signature's, which only a Hamming distance reads."""
+    return "".join(format(int(k) & 0xFFFF, "016b") for k in keys)
+
+
 def flat_keys(band_keys: Sequence[Sequence[int]]) -> list[int]:
     """Every memory's BANDS keys one after another, memory by memory."""
     return [int(k) for keys in band_keys for k in keys]

@@ -14,11 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+import numpy as np
 from contextos.config import GovernanceSettings
 from contextos.judgements import GateOutcome
+from contextos.lsh import max_hamming, sketch
 from contextos.models import MemoryCandidate
 from contextos.scopes import key_owner
 from contextos.store.audit import write_audit
+from contextos.store.bands import band_sketch
 from contextos.store.batch import Writes
 from contextos.store.db import Conn
 from contextos.store.scopes import key_owner_sql
@@ -33,16 +36,36 @@ def same_owner(alias: str) -> str:
     return f"{key_owner_sql(alias + '.norm_key')} IS NOT DISTINCT FROM p.owner"
 
 
-def insert_subject_terms(conn: Writes, tenant_id: str, memory_ids: Sequence[UUID], keys: Sequence[str]) -> None:
+def insert_subject_terms(
+    conn: Writes,
+    tenant_id: str,
+    memory_ids: Sequence[UUID],
+    keys: Sequence[str],
+    band_keys: Sequence[Sequence[int]] | None = None,
+) -> None:
     """The subject terms of memories created in this transaction (plain inserts: their rows
-    cannot exist yet). PostgreSQL only: CockroachDB's gate scans exactly (migration 0021)."""
+    cannot exist yet), each with its memory's LSH sketch (migration 0037): from ``band_keys`` when
+    given (the vectors are written by the same statement), else from the vector rows already there.
+    PostgreSQL only: CockroachDB's gate scans exactly (migration 0021)."""
     if not memory_ids:
         return
+    if band_keys is not None:
+        conn.execute(
+            """INSERT INTO memory_subject_terms (tenant_id, term, memory_id, sketch)
+               SELECT %s, t.term, u.memory_id, u.sketch::bit(256)
+               FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS u(memory_id, norm_key, sketch)
+               CROSS JOIN LATERAL unnest(contextos_subject_terms(u.norm_key)) AS t(term)""",
+            [tenant_id, list(memory_ids), list(keys), [band_sketch(k) for k in band_keys]],
+        )
+        return
     conn.execute(
-        """INSERT INTO memory_subject_terms (tenant_id, term, memory_id)
-           SELECT %s, t.term, u.memory_id FROM unnest(%s::uuid[], %s::text[]) AS u(memory_id, norm_key)
+        """INSERT INTO memory_subject_terms (tenant_id, term, memory_id, sketch)
+           SELECT %s, t.term, u.memory_id,
+                  (SELECT contextos_band_sketch(v.band_keys) FROM memory_vectors v
+                   WHERE v.tenant_id = %s AND v.memory_id = u.memory_id)
+           FROM unnest(%s::uuid[], %s::text[]) AS u(memory_id, norm_key)
            CROSS JOIN LATERAL unnest(contextos_subject_terms(u.norm_key)) AS t(term)""",
-        [tenant_id, list(memory_ids), list(keys)],
+        [tenant_id, tenant_id, list(memory_ids), list(keys)],
     )
 
 
@@ -60,10 +83,13 @@ def neighbours(
     hot_memories: int,
     dialect: str,
     settings: GovernanceSettings,
+    floors: Sequence[float] | None = None,
 ) -> list[dict[str, Any]]:
     """Per candidate: its top-k nearest active memories at or above the similarity floor, plus the
     active memory holding its final key (what it would merge into); ``judged`` says which the
-    judge sees (the rest lie between the update floor and the judge's).
+    judge sees (the rest lie between the update floor and the judge's). ``floors``: per candidate,
+    the lowest similarity its caller reads (a candidate that reports no change cannot update a
+    neighbour, so below the judge's floor nothing of it is read); never below the settings' own.
 
     A small tenant (and every CockroachDB tenant) is scanned exactly. A large one is probed by
     subject in one statement for the batch (``_nearest_by_subject``)."""
@@ -81,17 +107,26 @@ def neighbours(
     # below the judge's floor, a neighbour is still checked for an update (the gate's update links)
     lowest = min(floor, cfg.update_similarity_floor) if cfg.update_links else floor
     exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
+    lows = [lowest] * len(candidates)
     if exact:
         rows = _nearest(conn, params, exact=dialect == "postgres")
     else:
+        lows = [max(lowest, f) for f in floors] if floors is not None else lows
+        lsh = sketch(np.asarray([c.embedding for c in candidates], dtype=np.float32))
         rows = _nearest_by_subject(
             conn,
             params
-            | {"own": [c.norm_key for c in candidates], "rows": cfg.contradiction_subject_rows, "lowest": lowest},
+            | {
+                "own": [c.norm_key for c in candidates],
+                "rows": cfg.contradiction_subject_rows,
+                "lowest": lows,
+                "sketches": [band_sketch(keys) for keys in lsh.band_keys],
+                "max_distance": [max_hamming(low) for low in lows],
+            },
         )
     best: dict[tuple[int, UUID], dict] = {}
     for row in rows:
-        if row["similarity"] < lowest and not row["key_match"]:
+        if row["similarity"] < lows[row["idx"]] and not row["key_match"]:
             continue
         key = (row["idx"], row["id"])
         if key not in best or row["similarity"] > best[key]["similarity"]:
@@ -112,13 +147,23 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
     the planner, the LIMIT invited a walk of the tenant's whole term index (or table), calling
     the term function on every row. The sharing memories are ranked on their vectors alone
     (fenced, sorted), and each memory row is read in that order only until k pass the active and
-    owner checks, not for every sharing memory. Those below ``lowest`` are left out before the
-    ranking: the caller drops them from the top k anyway, so the rows kept are the same."""
+    owner checks, not for every sharing memory. Those below the candidate's ``lowest`` are left out
+    before the ranking: the caller drops them from the top k anyway, so the rows kept are the same.
+
+    Which sharing memories are far is mostly known from the term index itself: each term row
+    carries its memory's LSH sketch (migration 0037), and one whose sketch differs from the
+    candidate's in more than its ``max_distance`` bits (``max_hamming`` of its ``lowest``: mean + 4
+    sigma of a pair at that similarity) is dropped before its vector row is read. The choice of the ``rows`` lowest
+    ids comes first, unchanged; the filter only skips vectors that would fail the cosine (a pair
+    at ``lowest`` itself passes with probability 1 - 3e-5, and above the judge's floor, 0.6, it is
+    5.5 sigma inside). A term row without a sketch is read as before."""
     return conn.execute(
         f"""WITH probe AS MATERIALIZED (
-               SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[],
-                                    %(owners)s::text[])
-                   AS t(idx, embedding, final_key, own_key, owner)
+               SELECT t.idx, t.embedding, t.final_key, t.own_key, t.owner, t.sketch::bit(256) AS sketch,
+                      t.lowest, t.max_distance
+               FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(own)s::text[],
+                           %(owners)s::text[], %(sketches)s::text[], %(lowest)s::float8[], %(max_distance)s::int[])
+                   AS t(idx, embedding, final_key, own_key, owner, sketch, lowest, max_distance)
            ),
            terms AS MATERIALIZED (
                SELECT DISTINCT p.idx, t.term FROM probe p
@@ -127,15 +172,16 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
            shared AS MATERIALIZED (
                SELECT p.idx, s.memory_id
                FROM probe p CROSS JOIN LATERAL (
-                   SELECT DISTINCT st.memory_id
+                   SELECT DISTINCT st.memory_id, st.sketch
                    FROM terms t CROSS JOIN LATERAL (
-                       SELECT st.memory_id FROM memory_subject_terms st
+                       SELECT st.memory_id, st.sketch FROM memory_subject_terms st
                        WHERE st.tenant_id = %(tenant)s AND st.term = t.term
                        ORDER BY st.memory_id LIMIT %(rows)s OFFSET 0
                    ) st
                    WHERE t.idx = p.idx
                    ORDER BY st.memory_id LIMIT %(rows)s
                ) s
+               WHERE s.sketch IS NULL OR bit_count(s.sketch # p.sketch) <= p.max_distance
            ),
            found AS MATERIALIZED (
                SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
@@ -145,7 +191,7 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
                        SELECT s.memory_id, v.embedding <=> p.embedding AS distance
                        FROM shared s
                        JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.memory_id AND v.searchable
-                       WHERE s.idx = p.idx AND 1.0 - (v.embedding <=> p.embedding) >= %(lowest)s
+                       WHERE s.idx = p.idx AND 1.0 - (v.embedding <=> p.embedding) >= p.lowest
                        ORDER BY 2 OFFSET 0
                    ) r
                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = r.memory_id AND m.state = 'active'

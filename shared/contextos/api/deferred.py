@@ -42,7 +42,7 @@ def defer_package_init(name: str) -> None:
         if importlib.util.find_spec(f"{name}.{attr}") is not None:
             return importlib.import_module(f"{name}.{attr}")  # binds itself on the package
         # Not a re-export: behave exactly like the package, by running its __init__ once.
-        del module.__dict__["__getattr__"]
+        module.__dict__.pop("__getattr__", None)
         loader.exec_module(module)
         return getattr(module, attr)
 

@@ -9,9 +9,11 @@ from tests.integration.test_text_search import SPECS
 
 # Counted directly, the way each statistic is defined (the oracle, not the store's SQL).
 EXPECTED_TENANT = """SELECT count(*) AS docs, coalesce(avg(length(search_tsv)), 1)::real AS avg_length
-                     FROM memories WHERE state = 'active' AND tier = 'hot'"""
-EXPECTED_WORDS = """SELECT word, ndoc FROM ts_stat('SELECT search_tsv FROM memories
-                    WHERE state = ''active'' AND tier = ''hot''') ORDER BY word"""
+                     FROM memories WHERE tenant_id = %(t)s AND state = 'active' AND tier = 'hot'"""
+EXPECTED_WORDS = """SELECT word, ndoc FROM ts_stat(format(
+                        'SELECT search_tsv FROM memories WHERE tenant_id = %%L AND state = %%L AND tier = %%L',
+                        %(t)s::text, 'active', 'hot'))
+                    ORDER BY word"""
 
 
 @pytest.fixture
@@ -27,16 +29,17 @@ def seeded(configured, tenant, local_embedder, monkeypatch):
 
 def stored(tenant: str) -> dict:
     with container.database().tenant_tx(tenant) as conn:
+        common = conn.execute(
+            "SELECT lexeme, share FROM text_common_lexemes WHERE tenant_id = %s ORDER BY lexeme", [tenant]
+        )
+        frequencies = conn.execute(
+            "SELECT lexeme, docs FROM text_lexeme_stats WHERE tenant_id = %s ORDER BY lexeme", [tenant]
+        )
+        counted = conn.execute("SELECT docs, avg_length FROM text_tenant_stats WHERE tenant_id = %s", [tenant])
         return {
-            "common": [
-                (r["lexeme"], r["share"])
-                for r in conn.execute("SELECT lexeme, share FROM text_common_lexemes ORDER BY lexeme")
-            ],
-            "frequencies": [
-                (r["lexeme"], r["docs"])
-                for r in conn.execute("SELECT lexeme, docs FROM text_lexeme_stats ORDER BY lexeme")
-            ],
-            "tenant": [(r["docs"], r["avg_length"]) for r in conn.execute("SELECT * FROM text_tenant_stats")],
+            "common": [(r["lexeme"], r["share"]) for r in common],
+            "frequencies": [(r["lexeme"], r["docs"]) for r in frequencies],
+            "tenant": [(r["docs"], r["avg_length"]) for r in counted],
         }
 
 
@@ -44,9 +47,9 @@ def test_one_pass_stores_what_each_statistic_counts_on_its_own(seeded):
     store = container.lifecycle_store()
     common, frequencies = store.refresh_text_statistics(seeded)
     with container.database().tenant_tx(seeded) as conn:
-        hot = conn.execute("SELECT hot_memories FROM tenants").fetchone()["hot_memories"]
-        words = [(r["word"], r["ndoc"]) for r in conn.execute(EXPECTED_WORDS)]
-        tenant = conn.execute(EXPECTED_TENANT).fetchone()
+        hot = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [seeded]).fetchone()["hot_memories"]
+        words = [(r["word"], r["ndoc"]) for r in conn.execute(EXPECTED_WORDS, {"t": seeded})]
+        tenant = conn.execute(EXPECTED_TENANT, {"t": seeded}).fetchone()
     got = stored(seeded)
     assert hot == len(SPECS)
     assert [w for w, _ in got["common"]] == [w for w, n in words if n >= 0.5 * hot]

@@ -89,7 +89,13 @@ def test_deferred_packages_still_answer_every_name_they_export():
         "from aws_lambda_powertools.event_handler import AppSyncResolver, APIGatewayRestResolver\n"
         "from aws_lambda_powertools.utilities.data_classes import SQSEvent, event_source\n"
         "import aws_lambda_powertools.event_handler as eh\n"
-        "print(AppSyncResolver.__name__, SQSEvent.__name__, event_source.__name__, len(eh.__all__) > 5, "
+        "print(AppSyncResolver.__name__, SQSEvent.__name__, event_source.__module__, len(eh.__all__) > 5, "
         "'asyncio' in sys.modules)"
     )
-    assert names == ["AppSyncResolver", "SQSEvent", "event_source", "True", "True"]
+    assert names == [
+        "AppSyncResolver",
+        "SQSEvent",
+        "aws_lambda_powertools.utilities.data_classes.event_source",
+        "True",
+        "True",
+    ]

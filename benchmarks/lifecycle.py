@@ -159,14 +159,27 @@ def scan_in_fresh_process(env: dict, out: multiprocessing.Queue) -> None:
 
     container.database()  # open the pool (and check migrations) before the clock starts
     service = container.lifecycle()
+    pgdata = Path(env["BENCH_PGDATA"])
+    backends_before = client_backends_cpu_s(pgdata)
     cpu_before = time.process_time()
     started = time.perf_counter()
     report = service.run()
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_before
+    # Read while the pool's connections are still open: their backends are this scan's server work.
+    backends = client_backends_cpu_s(pgdata)
+    backend_cpu = sum(t - backends_before.get(pid, 0.0) for pid, t in backends.items())
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     container.reset()
-    out.put({"elapsed_s": elapsed, "cpu_s": cpu, "peak_rss_mb": peak_kb / 1024, "report": report.model_dump()})
+    out.put(
+        {
+            "elapsed_s": elapsed,
+            "cpu_s": cpu,
+            "backend_cpu_s": backend_cpu,
+            "peak_rss_mb": peak_kb / 1024,
+            "report": report.model_dump(),
+        }
+    )
 
 
 def process_cpu_s(pid: int, *, children: bool = False) -> float:
@@ -188,6 +201,36 @@ def server_cpu_s(pgdata: Path) -> float:
             except (OSError, ValueError):
                 continue  # exited meanwhile: its time is in the postmaster's children total
     return total
+
+
+def server_children(pgdata: Path) -> dict[int, str]:
+    """pid → process title of every live child of the PostgreSQL postmaster."""
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                    children[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, ValueError):
+                continue
+    return children
+
+
+# Background processes: their work (autovacuum after the load, checkpoints) is not the scan's queries.
+AUXILIARY = ("checkpointer", "background writer", "walwriter", "autovacuum", "logical replication", "archiver")
+
+
+def client_backends_cpu_s(pgdata: Path) -> dict[int, float]:
+    """CPU seconds of each live client backend (a connection's server process)."""
+    cpu = {}
+    for pid, title in server_children(pgdata).items():
+        if not any(f"postgres: {name}" in title for name in AUXILIARY):
+            try:
+                cpu[pid] = process_cpu_s(pid)
+            except OSError:
+                continue
+    return cpu
 
 
 def run_scan(env: dict) -> dict:
@@ -273,7 +316,7 @@ def main() -> None:
                 server.cleanup()
                 server = pgserver.get_server(pgdata)
                 server_before, moto_before = server_cpu_s(pgdata), process_cpu_s(moto.pid)
-                result = run_scan({**env_base, "CONTEXTOS_DATABASE_URL": server.get_uri()})
+                result = run_scan({**env_base, "CONTEXTOS_DATABASE_URL": server.get_uri(), "BENCH_PGDATA": str(pgdata)})
                 time.sleep(0.5)  # the scanner's backends exit and are reaped: their time is counted
                 result["server_cpu_s"] = server_cpu_s(pgdata) - server_before
                 result["moto_cpu_s"] = process_cpu_s(moto.pid) - moto_before
@@ -285,6 +328,7 @@ def main() -> None:
             figures[f"scan_s_{label}"] = round(result["elapsed_s"], 2)
             figures[f"scan_cpu_s_{label}"] = round(result["cpu_s"], 2)
             figures[f"server_cpu_s_{label}"] = round(result["server_cpu_s"], 2)
+            figures[f"backend_cpu_s_{label}"] = round(result["backend_cpu_s"], 2)
             figures[f"moto_cpu_s_{label}"] = round(result["moto_cpu_s"], 2)
             figures[f"load_average_{label}"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
             figures[f"peak_rss_mb_{label}"] = round(result["peak_rss_mb"], 1)

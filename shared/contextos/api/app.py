@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from contextos.api import context, documents, edge, memories, openapi, reminders, reports, review, sessions
-from contextos.api import workspace as workspace_api
+from contextos.api import edge, openapi
+from contextos.api.routing import LazyRestResolver
 from contextos.config import get_settings
 from contextos.errors import ContextOSError
 from contextos.modelbase import BaseModel
@@ -42,17 +42,23 @@ def error_response(status: int, code: str, message: str, details: Any = None) ->
     )
 
 
-def build_app() -> APIGatewayRestResolver:
+# Each route module, imported at the first request to a path it serves (first segment after
+# /v1 or /v1/user); the order is the order routes are included when all are needed.
+ROUTE_GROUPS: dict[str, tuple[str, ...]] = {
+    "contextos.api.documents": ("documents", "uploads"),
+    "contextos.api.context": ("context", "search"),
+    "contextos.api.memories": ("memories", "graph"),
+    "contextos.api.reminders": ("reminders",),
+    "contextos.api.reports": ("health", "governance"),
+    "contextos.api.sessions": ("sessions",),
+    "contextos.api.review": ("review", "audit"),
+    "contextos.api.workspace": ("workspace", "import", "export"),
+}
+
+
+def build_app() -> LazyRestResolver:
     # Agents call /v1/…, people (Cognito) /v1/user/…: one set of routes serves both paths.
-    app = APIGatewayRestResolver(enable_validation=True, strip_prefixes=["/v1/user", "/v1"])
-    app.include_router(documents.router)
-    app.include_router(context.router)
-    app.include_router(memories.router)
-    app.include_router(reminders.router)
-    app.include_router(reports.router)
-    app.include_router(sessions.router)
-    app.include_router(review.router)
-    app.include_router(workspace_api.router)
+    app = LazyRestResolver(ROUTE_GROUPS, enable_validation=True, strip_prefixes=["/v1/user", "/v1"])
 
     @app.get("/swagger", include_in_schema=False)
     def swagger() -> Response[str]:
@@ -110,8 +116,9 @@ def build_app() -> APIGatewayRestResolver:
     return app
 
 
-def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+def allowed_methods(app: LazyRestResolver, path: str) -> list[str]:
     """The methods some route answers on this path (for a 405 and its ``Allow`` header)."""
+    app.include_for(path)
     stripped = app._remove_prefix(path)
     return sorted({r.method for r in openapi._routes(app) if r.rule.match(stripped)})
 

@@ -84,8 +84,7 @@ class LifecycleService:
         while settled := self.store.settle_vectors(tenant_id, limit=batch):
             report.vectors_indexed += settled
         clock.lap("settle_vectors")
-        report.common_lexemes += self.lifecycle.refresh_common_lexemes(tenant_id)
-        self.lifecycle.refresh_text_stats(tenant_id)
+        report.common_lexemes += self.lifecycle.refresh_text_statistics(tenant_id)[0]
         clock.lap("text_statistics")
 
     def reminders(

@@ -38,20 +38,34 @@ class TransitionBatch:
     after: tuple[datetime, UUID] | None = None  # the next batch starts after this key; None when done
 
 
-COMMON_LEXEMES_SQL = """
-    INSERT INTO text_common_lexemes (tenant_id, lexeme, share)
-    SELECT %(tenant)s, s.word, s.ndoc::real / %(hot)s
-    FROM ts_stat(format('SELECT search_tsv FROM memories WHERE tenant_id = %%L'
-                        ' AND state = ''active'' AND tier = ''hot''', %(tenant)s::text)) AS s
-    WHERE s.ndoc >= %(share)s * %(hot)s"""
-
-
-TEXT_STATS_SQL = """
-    INSERT INTO text_lexeme_stats (tenant_id, lexeme, docs)
-    SELECT %(tenant)s, s.word, s.ndoc
-    FROM ts_stat(format('SELECT search_tsv FROM memories WHERE tenant_id = %%L'
-                        ' AND state = ''active'' AND tier = ''hot''', %(tenant)s::text)) AS s
-    WHERE s.ndoc >= %(min_docs)s"""
+# One ts_stat pass feeds both statistics: the common lexemes (S6.2's text search leaves them out,
+# migration 0015) and BM25's document frequencies (0016). BM25's mean search-vector length comes
+# from the same pass: the ndoc of every lexeme sums to the lexemes of every vector, which is what
+# avg(length(search_tsv)) adds up (over the vectors that are not NULL).
+TEXT_STATISTICS_SQL = """
+    WITH s AS MATERIALIZED (
+        SELECT word, ndoc FROM ts_stat(format('SELECT search_tsv FROM memories WHERE tenant_id = %%L'
+                                              ' AND state = ''active'' AND tier = ''hot''', %(tenant)s::text))
+    ), common AS (
+        INSERT INTO text_common_lexemes (tenant_id, lexeme, share)
+        SELECT %(tenant)s, s.word, s.ndoc::real / %(hot)s FROM s
+        WHERE %(common)s AND s.ndoc >= %(share)s * %(hot)s
+        RETURNING 1
+    ), frequencies AS (
+        INSERT INTO text_lexeme_stats (tenant_id, lexeme, docs)
+        SELECT %(tenant)s, s.word, s.ndoc FROM s WHERE %(bm25)s AND s.ndoc >= %(min_docs)s
+        RETURNING 1
+    ), tenant_stats AS (
+        INSERT INTO text_tenant_stats (tenant_id, docs, avg_length)
+        SELECT %(tenant)s, n.docs,
+               CASE WHEN n.with_text = 0 THEN 1 ELSE (SELECT sum(s.ndoc) FROM s)::numeric / n.with_text END
+        FROM (SELECT count(*) AS docs, count(m.search_tsv) AS with_text FROM memories m
+              WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot') n
+        WHERE %(bm25)s
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM common) AS common, (SELECT count(*) FROM frequencies) AS frequencies,
+           (SELECT count(*) FROM tenant_stats) AS tenants"""
 
 
 class LifecycleStore(ColdStore):
@@ -61,44 +75,45 @@ class LifecycleStore(ColdStore):
         self.settings = settings
 
     # -- text statistics ------------------------------------------------------------------------
-    def refresh_common_lexemes(self, tenant_id: str) -> int:
-        """Recount the lexemes that at least ``common_lexeme_share`` of a large tenant's hot memories
-        hold (S6.2's text search leaves them out, migration 0015); a tenant below
-        ``common_lexeme_min_memories`` keeps none. One ts_stat pass over the tenant's search vectors."""
+    def refresh_text_statistics(self, tenant_id: str, *, common: bool = True, bm25: bool = True) -> tuple[int, int]:
+        """Recount a large tenant's text statistics in one ts_stat pass over its hot search vectors:
+        the lexemes at least ``common_lexeme_share`` of its hot memories hold (a tenant below
+        ``common_lexeme_min_memories`` keeps none), and BM25's mean vector length and the document
+        frequency of its frequent lexemes (a tenant below ``text_stats_min_memories`` keeps none;
+        the search counts live). Returns (common lexemes, BM25 lexemes) stored."""
         cfg = self.settings
         with self.db.tenant_tx(tenant_id) as conn:
-            conn.execute("DELETE FROM text_common_lexemes WHERE tenant_id = %s", [tenant_id])
-            if self.db.dialect.name != "postgres":  # no ts_stat: every word is searched
-                return 0
+            if common:
+                conn.execute("DELETE FROM text_common_lexemes WHERE tenant_id = %s", [tenant_id])
+            if bm25:
+                conn.execute("DELETE FROM text_lexeme_stats WHERE tenant_id = %s", [tenant_id])
+                conn.execute("DELETE FROM text_tenant_stats WHERE tenant_id = %s", [tenant_id])
+            if self.db.dialect.name != "postgres":  # no ts_stat: every word is searched, counts live
+                return 0, 0
             row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
             hot = row["hot_memories"] if row else 0
-            if hot < cfg.common_lexeme_min_memories:
-                return 0
-            return conn.execute(
-                COMMON_LEXEMES_SQL, {"tenant": tenant_id, "hot": hot, "share": cfg.common_lexeme_share}
-            ).rowcount
+            common = common and hot >= cfg.common_lexeme_min_memories
+            bm25 = bm25 and hot >= cfg.text_stats_min_memories
+            if not (common or bm25):
+                return 0, 0
+            params = {
+                "tenant": tenant_id,
+                "hot": hot,
+                "common": common,
+                "share": cfg.common_lexeme_share,
+                "bm25": bm25,
+                "min_docs": cfg.text_stats_min_docs,
+            }
+            counts = one(conn.execute(TEXT_STATISTICS_SQL, params).fetchone())
+            return counts["common"], counts["frequencies"]
+
+    def refresh_common_lexemes(self, tenant_id: str) -> int:
+        """Only the common lexemes of :meth:`refresh_text_statistics`."""
+        return self.refresh_text_statistics(tenant_id, bm25=False)[0]
 
     def refresh_text_stats(self, tenant_id: str) -> int:
-        """Recount BM25's statistics for a large tenant (migration 0016): its mean search-vector
-        length and the document frequency of its frequent lexemes; one ts_stat pass. A smaller
-        tenant keeps none, and the search counts live. Returns the lexemes stored."""
-        cfg = self.settings
-        with self.db.tenant_tx(tenant_id) as conn:
-            conn.execute("DELETE FROM text_lexeme_stats WHERE tenant_id = %s", [tenant_id])
-            conn.execute("DELETE FROM text_tenant_stats WHERE tenant_id = %s", [tenant_id])
-            if self.db.dialect.name != "postgres":
-                return 0
-            row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
-            hot = row["hot_memories"] if row else 0
-            if hot < cfg.text_stats_min_memories:
-                return 0
-            conn.execute(
-                """INSERT INTO text_tenant_stats (tenant_id, docs, avg_length)
-                   SELECT %(tenant)s, count(*), coalesce(avg(length(m.search_tsv)), 1)
-                   FROM memories m WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'""",
-                {"tenant": tenant_id},
-            )
-            return conn.execute(TEXT_STATS_SQL, {"tenant": tenant_id, "min_docs": cfg.text_stats_min_docs}).rowcount
+        """Only BM25's statistics of :meth:`refresh_text_statistics`."""
+        return self.refresh_text_statistics(tenant_id, common=False)[1]
 
     # -- band transitions and reminders ---------------------------------------------------
     def materialize(self, tenant_id: str, *, after: tuple[datetime, UUID] | None, limit: int) -> TransitionBatch:

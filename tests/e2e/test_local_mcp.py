@@ -24,7 +24,10 @@ def test_an_agent_saves_over_mcp_and_the_api_reads_it(stack):
     url = stack.state()["mcp_url"]
 
     async def run() -> str:
-        transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"x-api-key": KEY}))
+        # the first tool call embeds and admits: give it the same minute as the read timeout, not
+        # httpx's default five seconds, which a busy machine exceeds
+        http = httpx2.AsyncClient(headers={"x-api-key": KEY}, timeout=60)
+        transport = streamable_http_client(url, http_client=http)
         async with McpClient(transport, read_timeout_seconds=60) as client:
             saved = await client.call_tool(
                 "save_memory", {"label": "Standup time", "definition": "The team standup is at 9:30 every weekday."}

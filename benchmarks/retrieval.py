@@ -844,7 +844,7 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
         "deployed_per_query": pct(deployed_ms),
         "share_of_exact_top_k": round(kept / max(1, compared), 3),
         "lexemes_with_scan_counts": stats["n"],
-        "function": "shared/contextos/store/migrations/0032_bm25_one_pass.sql",
+        "function": "shared/contextos/store/migrations/0035_bm25_level_walk.sql",
         "deployed_server_cpu": pct(deployed_cpu),
         "before_0016_per_query": pct(before_ms),
         "before_0016_server_cpu": pct(before_cpu),
@@ -1277,14 +1277,14 @@ def main() -> None:
         f" Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
         f"{rls['matched_rows_per_phrase']['p95']:.0f}. The common lexemes are what the lifecycle scan records"
         " (run once here after each load, as a deployment would within 4 h).",
-        f"BM25 text search at 100k (migration 0032, what the read path runs): the deployed bounded call"
+        f"BM25 text search at 100k (migration 0035, what the read path runs): the deployed bounded call"
         f" {bm25['deployed_per_query']['p50']}/{bm25['deployed_per_query']['p95']} ms p50/p95, the exact ranking of"
         f" every match {bm25['exact_per_query']['p50']}/{bm25['exact_per_query']['p95']} ms; the deployed call returns"
         f" {bm25['share_of_exact_top_k']:.0%} of the exact top {bm25['k']} (ties at the k-th score count),"
         f" {bm25['queries']} queries; the document frequencies come from the lifecycle scan's count."
         f" Migration 0016's function on the same queries, back to back:"
         f" {bm25['before_0016_per_query']['p50']}/{bm25['before_0016_per_query']['p95']} ms, server CPU"
-        f" {bm25['before_0016_server_cpu']['p50']}/{bm25['before_0016_server_cpu']['p95']} ms against 0032's"
+        f" {bm25['before_0016_server_cpu']['p50']}/{bm25['before_0016_server_cpu']['p95']} ms against 0035's"
         f" {bm25['deployed_server_cpu']['p50']}/{bm25['deployed_server_cpu']['p95']} ms; the same ranking in"
         f" {bm25['same_ranking_as_0016']} of {bm25['queries']} queries.",
         "CPU figures (`*_cpu_*`): the client process's CPU time (time.process_time, both threads) plus the CPU"

@@ -6,6 +6,8 @@ import math
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
 
 from contextos.config import FusionRecipe, IntentAdaptiveRecipe, RelevanceRecipe, RetrievalSettings, StandardRecipe
 from contextos.decay import recency
@@ -18,7 +20,7 @@ AnyRecipe = StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceReci
 class Candidate:
     """One memory as the searches found it, before scoring."""
 
-    id: object
+    id: UUID
     strength: float
     hours_since_access: float
     importance: int
@@ -28,7 +30,7 @@ class Candidate:
     graph: float = 0.0
     methods: set[str] = field(default_factory=set)
     community: float = 0.0  # 1 when it shares an S9 community with a top hit
-    payload: object = None
+    payload: dict[str, Any] = field(default_factory=dict)  # the store's row the candidate came from
     trust: float = 0.0  # composite trust (S7): reported, never weighted
 
 
@@ -191,8 +193,8 @@ def rank(
     cfg: RetrievalSettings,
     recipe: AnyRecipe | None = None,
     intent: str = "default",
-    same_subject: Iterable[tuple[object, object]] = (),
-    updates: Iterable[tuple[object, object]] = (),
+    same_subject: Iterable[tuple[UUID, UUID]] = (),
+    updates: Iterable[tuple[UUID, UUID]] = (),
 ) -> list[Ranked]:
     """Score, softmax-normalize and sort; ties by strength, then recency, then importance.
     ``updates`` holds (newer, older) pairs the contradiction gate linked (`updates_first`)."""
@@ -244,13 +246,13 @@ def among_best_evidence(candidates: Sequence[Candidate], cfg: RetrievalSettings)
     return keep
 
 
-def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe, same_subject: Iterable[tuple[object, object]]) -> None:
+def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe, same_subject: Iterable[tuple[UUID, UUID]]) -> None:
     """Two candidates about the same subject (``same_subject``: pairs of ids whose embeddings are at
     least ``same_subject_cosine`` apart), one clearly fresher: the older one is placed just below
     the fresher one unless it is more than ``same_subject_margin`` more relevant. Only such pairs
     move; memories about different things keep their order by relevance (S6.4: relevance gates)."""
     by_id = {r.candidate.id: r for r in ranked}
-    lowered: dict[object, float] = {}
+    lowered: dict[UUID, float] = {}
     for a, b in same_subject:
         if a not in by_id or b not in by_id:
             continue
@@ -266,7 +268,7 @@ def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe, same_subject: I
         by_id[memory_id].score.relevance = relevance
 
 
-def updates_first(ranked: list[Ranked], updates: Iterable[tuple[object, object]]) -> None:
+def updates_first(ranked: list[Ranked], updates: Iterable[tuple[UUID, UUID]]) -> None:
     """A memory the contradiction gate found updated by a newer one (``updates``: (newer, older)
     pairs, the stored ``updated_by`` pointers) is placed just below its update when both are
     candidates and it would otherwise rank above it. Nothing else moves, and nothing is hidden: a

@@ -89,6 +89,30 @@ def test_the_bounded_ranking_is_the_one_0016_gave(configured, tenant, query):
     assert exact[0]["score"] >= ranked[0]["score"]  # the bound never scores above the exact ranking
 
 
+@pytest.mark.parametrize(
+    ("query", "cap"),
+    [
+        ("badger otter falcon lynx bison", 90),  # the start level (3 of 5) is short: down one level
+        ("zebra walrus heron badger otter falcon lynx bison", 90),  # 3 of the rarest 6 is full: up one
+        ("zebra walrus heron badger otter falcon lynx bison", 8),  # up to the first short level
+        ("zebra walrus", 20),  # up to the top level, which is full
+    ],
+)
+def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_did(configured, tenant, query, cap):
+    """Migration 0035 starts the walk at half the gathering lexemes; 0016's function walked from all
+    of them. Up or down from the middle, the same levels end the walk: the same ranking."""
+    add(tenant, corpus(400, seed=3))
+    call, args = bm25_call(query, [], k=20, cap=cap, params=BM25Params())
+    old = call.replace("contextos_bm25_rank", "contextos_text_search_bm25").replace(
+        ", %s::text, %s::text, %s::text, %s::text[])", ")"
+    )
+    db = container.database()
+    ranked = db.tenant_read(tenant, (call, args))
+    walked_from_the_top = db.tenant_read(tenant, (old, args[:10]))
+    assert len(ranked) >= min(cap, 20)
+    assert [(r["id"], r["score"]) for r in ranked] == [(r["id"], r["score"]) for r in walked_from_the_top]
+
+
 def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
     # ana's zebra notes are shorter and repeat the word: the tenant's top 4k by BM25 are all hers
     ana = add(tenant, ["zebra zebra"] * 60)

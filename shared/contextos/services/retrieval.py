@@ -8,6 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal, cast
+from uuid import UUID
 
 from contextos.config import RelevanceRecipe, Settings
 from contextos.decay import band_of
@@ -31,9 +33,15 @@ from contextos.scopes import ScopeFilter
 from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence, rank
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads, PoolRequest
+from contextos.store.rows import PoolRow
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params
 from contextos.trust import composite_trust
+
+if TYPE_CHECKING:
+    from contextos.store.repository import MemoryStore
+
+Tier = Literal["L0", "L1", "L2"]  # S6.6: label, definition, definition and source excerpts
 
 # The read path's concurrent statement (the text search, beside the vector search on the caller's
 # thread): one small pool per process, shared by every request.
@@ -85,8 +93,10 @@ class RetrievalService:
         pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
         rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
-        scope = {"min_trust": request.min_trust, "historical": request.as_of is not None}
-        candidates = [c for c in self._candidates(rows, found, **scope, cold=cold) if c.id not in pinned_ids]
+        hot = self._candidates(
+            rows, found, min_trust=request.min_trust, historical=request.as_of is not None, cold=cold
+        )
+        candidates = [c for c in hot if c.id not in pinned_ids]
         pairs = self._same_subject(tenant_id, candidates, recipe)
         ranked = rank(candidates, cfg, recipe, intent, pairs, updates=_updates(candidates))
         pinned_ranked = rank(pinned, cfg, recipe, intent)
@@ -178,13 +188,20 @@ class RetrievalService:
         """The current store, the same reads within a scope (S11), answered as of a past time (S7), or
         both."""
         cfg = self.settings.retrieval
-        scoped = scope is not None and not scope.empty
+        if scope is not None and scope.empty:
+            scope = None
         if as_of is None:
-            if not scoped:
+            if scope is None:
                 return self.store
-            return ScopedReads(self.store, scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s)
+            # (the scoped readers return their rows as plain dicts with the port's keys)
+            return cast(
+                SearchReads,
+                ScopedReads(cast("MemoryStore", self.store), scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s),
+            )
         history = HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
-        return ScopedHistoricalReads(history, scope, cfg.exact_scan_max_rows) if scoped else history
+        if scope is None:
+            return cast(SearchReads, history)
+        return cast(SearchReads, ScopedHistoricalReads(history, scope, cfg.exact_scan_max_rows))
 
     def _search(
         self,
@@ -196,7 +213,7 @@ class RetrievalService:
         *,
         pinned: int = 0,
         with_cold: bool = False,
-    ) -> tuple[list[dict], dict[object, dict[str, float]]]:
+    ) -> tuple[list[PoolRow], dict[UUID, dict[str, float]]]:
         """The three searches (S6.2): vector and text concurrently (two statements on two
         connections), then one statement that walks the graph from their hits and reads every
         candidate's scoring row and sources, plus up to ``pinned`` always_load memories.
@@ -228,14 +245,14 @@ class RetrievalService:
             scope_cache_s=cfg.scope_size_cache_s,
         )
         text_rows = text_job.result()
-        found: dict[object, dict[str, float]] = {}
-        for row in vector_rows:
-            found.setdefault(row["id"], {})["vector"] = max(float(row["vector_sim"]), 0.0)
+        found: dict[UUID, dict[str, float]] = {}
+        for hit in vector_rows:
+            found.setdefault(hit["id"], {})["vector"] = max(float(hit["vector_sim"]), 0.0)
         top_score = max((float(r["score"]) for r in text_rows), default=0.0) or 1.0
-        for row in text_rows:  # BM25 relative to the query's best match: every recipe reads [0, 1]
-            scores = found.setdefault(row["id"], {})
-            scores["text"] = float(row["score"]) / top_score
-            if row.get("cold"):
+        for match in text_rows:  # BM25 relative to the query's best match: every recipe reads [0, 1]
+            scores = found.setdefault(match["id"], {})
+            scores["text"] = float(match["score"]) / top_score
+            if match.get("cold"):
                 scores["cold"] = 1.0  # a cold stub: `_cold_candidates` takes it out of the hot pool
         text_rows = [r for r in text_rows if not r.get("cold")]
         seeds = [r["id"] for r in vector_rows[: cfg.graph_seeds]]
@@ -274,7 +291,7 @@ class RetrievalService:
     def _candidates(
         self,
         rows: list[dict],
-        found: dict[object, dict[str, float]],
+        found: dict[UUID, dict[str, float]],
         *,
         pinned: bool = False,
         min_trust: float | None = None,
@@ -326,7 +343,7 @@ class RetrievalService:
         self,
         tenant_id: str,
         query_vector: list[float],
-        found: dict[object, dict[str, float]],
+        found: dict[UUID, dict[str, float]],
         near: list[dict],
         scope: ScopeFilter | None = None,
     ) -> list[Candidate]:
@@ -413,14 +430,14 @@ class RetrievalService:
         while chosen and sum(l0) > budget:
             chosen, l0 = chosen[:-1], l0[:-1]
         used = sum(l0)
-        tiers: list[str] = []
+        tiers: list[Tier] = []
         raising = True
         for r, base in zip(chosen, l0, strict=True):
             row = r.candidate.payload
             l1 = estimate_tokens(f"{row['label']}: {row['definition']}") + 4
             l1 += 4 if _said_at(row, sources.get(row["id"], [])) is not None else 0  # ", said 2023-05-08"
             l2 = l1 + sum(estimate_tokens(e) + 2 for e in excerpts.get(row["id"], []))
-            tier = "L0"
+            tier: Tier = "L0"
             if raising and excerpts.get(row["id"]) and used - base + l2 <= budget:
                 tier, used = "L2", used - base + l2
             elif raising and used - base + l1 <= budget:
@@ -436,7 +453,7 @@ class RetrievalService:
         return memories, index, used
 
 
-def _updates(candidates: list[Candidate]) -> list[tuple[object, object]]:
+def _updates(candidates: list[Candidate]) -> list[tuple[UUID, UUID]]:
     """(newer, older) for every candidate the contradiction gate linked to a newer statement that
     reports a change to it (its ``updated_by``, migration 0022)."""
     return [
@@ -446,12 +463,12 @@ def _updates(candidates: list[Candidate]) -> list[tuple[object, object]]:
     ]
 
 
-def _sources(ranked: list[Ranked]) -> dict[object, list[str]]:
+def _sources(ranked: list[Ranked]) -> dict[UUID, list[str]]:
     """memory id → its distinct sources, as the candidate pool read them."""
     return {r.candidate.id: sorted(s for s in r.candidate.payload.get("sources") or [] if s) for r in ranked}
 
 
-def _scored(r: Ranked, tier: str, sources: dict, excerpts: list[str] | None = None) -> ScoredMemory:
+def _scored(r: Ranked, tier: Tier, sources: dict, excerpts: list[str] | None = None) -> ScoredMemory:
     row = r.candidate.payload
     # Built without re-validation: every value comes from the store's row or the scorer. Every field
     # is passed: for a missing default_factory field model_construct inspects the factory's signature

@@ -22,10 +22,12 @@ Figures go to ``benchmarks/reports/retrieval_scoped.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,8 +56,10 @@ from benchmarks.report import write_report
 from benchmarks.retrieval import (
     DIM,
     LARGE_TENANT,
+    PARALLEL,
     RAW_HNSW,
     ServerCpu,
+    TimingStore,
     build_corpus,
     build_index,
     corpus_vectors,
@@ -243,12 +247,109 @@ def interleaved(
     return results, pct(raw_times) | {"cpu": pct(cpu["raw"])}
 
 
+def _statement_kind(sql: str) -> str:
+    """A short name for one of the read path's statements (the profile's per-statement figures)."""
+    for marker, name in (
+        ("contextos_bm25_rank", "bm25"),
+        ("WITH size AS MATERIALIZED", "vector_exact_capped"),
+        ("LIMIT %(breadth)s", "vector_ann_widened"),
+        ("WITH scoped AS MATERIALIZED", "vector_exact_full"),
+        ("hot_memories FROM tenants", "tenant_size"),
+        ("ORDER BY embedding <=>", "vector_ann"),
+    ):
+        if marker in sql:
+            return name
+    return "other:" + " ".join(sql.split())[:40]
+
+
+class TimingDatabase:
+    """The store's ``Database`` with every ``tenant_read`` timed by the kind of its last statement."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._lock = threading.Lock()
+        self.calls: list[tuple[str, float]] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+    def tenant_read(self, tenant_id: str, *statements):
+        ms, rows = timed(lambda: self._db.tenant_read(tenant_id, *statements))
+        with self._lock:
+            self.calls.append((_statement_kind(statements[-1][0]), ms))
+        return rows
+
+
+def scoped_stage_profile(
+    settings: Settings,
+    db: Database,
+    lifecycle: LifecycleStore,
+    tenant: str,
+    queries: list[str],
+    vectors: np.ndarray,
+    variants: dict[str, list[ScopeFilter | None]],
+) -> dict:
+    """Per variant, each read-path call timed inside the real pipeline (the searches overlap in
+    threads: ``parallel_searches`` is the wall time of that section) and each statement's
+    ``tenant_read`` by kind, so what a scope adds over the unscoped pipeline shows per call."""
+    timing_db = TimingDatabase(db)
+    store = MemoryStore(timing_db, settings.decay, settings.merge)  # type: ignore[arg-type]
+    proxy = TimingStore(store)
+    calls = proxy.calls
+
+    class Profiled(RetrievalService):
+        def _reads(self, as_of, scope=None):
+            reads = super()._reads(as_of, scope)
+            if reads is proxy:
+                return reads
+            timed_reads = TimingStore(reads)  # type: ignore[arg-type]
+            timed_reads.calls = calls
+            return timed_reads
+
+    cold_store = TimingStore(LifecycleStore(timing_db, settings.decay, settings.lifecycle))  # type: ignore[arg-type]
+    cold_store.calls = calls
+    cold = ColdStorage(cold_store, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)  # type: ignore[arg-type]
+    service = Profiled(settings=settings, store=proxy, embedder=None, cold=cold)  # type: ignore[arg-type]
+    out: dict[str, dict] = {}
+    for name, scopes in variants.items():
+        per_call: dict[str, list[float]] = {}
+        per_statement: dict[str, list[float]] = {}
+        for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
+            calls.clear()
+            timing_db.calls.clear()
+            request = ContextRequest(query=q, dry_run=True, scope=scopes[i % len(scopes)])
+            total, _ = timed(lambda request=request, v=v: service.context(tenant, request, query_vector=v.tolist()))
+            metrics.clear_metrics()
+            this: dict[str, float] = {"total": total}
+            for call, _a, _k, s, e in calls:
+                this[call] = this.get(call, 0.0) + (e - s) * 1000.0
+            par = [c for c in calls if c[0] in (*PARALLEL, "cold_candidates")]
+            this["parallel_searches"] = (max(c[4] for c in par) - min(c[3] for c in par)) * 1000.0 if par else 0.0
+            for key, value in this.items():
+                per_call.setdefault(key, []).append(value)
+            stmts: dict[str, float] = {}
+            for kind, ms in timing_db.calls:
+                stmts[kind] = stmts.get(kind, 0.0) + ms
+            for key, value in stmts.items():
+                per_statement.setdefault(key, []).append(value)
+        n = len(queries)
+        fill = lambda d: {k: pct(v + [0.0] * (n - len(v))) | {"calls": len(v)} for k, v in d.items()}  # noqa: E731
+        out[name] = {"calls": fill(per_call), "statements": fill(per_statement)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--pool", type=int, default=5_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument(
+        "--profile", type=int, default=0, help="also profile each read-path call and statement over this many queries"
+    )
+    parser.add_argument(
+        "--profile-only", action="store_true", help="only the profile (iterating on a kept --data-dir): no report"
+    )
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -296,6 +397,17 @@ def main() -> None:
         loaded["common_lexemes"] = lifecycle.refresh_common_lexemes(LARGE_TENANT)
         loaded["text_stats_lexemes"] = lifecycle.refresh_text_stats(LARGE_TENANT)
         variants = {"unscoped": [None], "user": users, "agent": agents, "tag": tags}
+        profile = {}
+        if args.profile:
+            warm, prof = args.warmup, args.warmup + args.profile
+            scoped_stage_profile(settings, db, lifecycle, LARGE_TENANT, queries[:warm], qvecs[:warm], variants)
+            profile = scoped_stage_profile(
+                settings, db, lifecycle, LARGE_TENANT, queries[warm:prof], qvecs[warm:prof], variants
+            )
+            print(json.dumps({"load_1m": os.getloadavg()[0], "profile": profile}, indent=1), flush=True)
+            if args.profile_only:
+                db.close()
+                return
         load_before, state_before = os.getloadavg(), table_state(url)
         results, raw = interleaved(
             service, url, LARGE_TENANT, queries, qvecs, variants, settings.retrieval.hnsw_ef_search, args.warmup
@@ -342,6 +454,8 @@ def main() -> None:
         "data": {"load": loaded, "scopes": scopes},
         "table_state_before_after": [state_before, state_after],
     }
+    if profile:
+        figures["stage_profile"] = {"queries": args.profile, "variants": profile}
     verdict = "pass" if ratio <= 5 else "fail"
     notes = [
         f"One embedded PostgreSQL 16.2 + pgvector 0.6.2 (shared_buffers 128MB), one tenant of {len(corpus)} memories"

@@ -42,8 +42,8 @@ from contextos.observability import metrics
 from contextos.scopes import ScopeFilter
 from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
-from contextos.store.db import Database
-from contextos.store.dialect import get_dialect
+from contextos.store.db import APP_ROLE, Database
+from contextos.store.dialect import MIGRATIONS_DIR, get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
@@ -341,6 +341,86 @@ def scoped_stage_profile(
     return out
 
 
+BEFORE_BM25 = "contextos_bm25_rank_0032"  # 0032's definition under another name, for the A/B only
+
+
+class RenamingDatabase:
+    """The store's ``Database`` with the BM25 call sent to ``BEFORE_BM25``: the pipeline as it
+    ran before 0036, beside the present one on the same connection pool and data."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+    def tenant_read(self, tenant_id: str, *statements):
+        renamed = [(sql.replace("contextos_bm25_rank(", BEFORE_BM25 + "("), params) for sql, params in statements]
+        return self._db.tenant_read(tenant_id, *renamed)
+
+
+def install_before_bm25(url: str) -> None:
+    """0032's ``contextos_bm25_rank`` (its scoped branch gathers ids, then scores them by id) as
+    ``BEFORE_BM25``, read from the migration file itself."""
+    text = get_dialect("postgres").migration_sql((MIGRATIONS_DIR / "0032_bm25_one_pass.sql").read_text())
+    body = text[
+        text.index("CREATE OR REPLACE FUNCTION contextos_bm25_rank(") : text.index(
+            "REVOKE ALL ON FUNCTION contextos_bm25_rank("
+        )
+    ]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(body.replace("contextos_bm25_rank(", BEFORE_BM25 + "(", 1))
+        conn.execute(f"GRANT EXECUTE ON FUNCTION {BEFORE_BM25} TO {APP_ROLE}")
+
+
+def text_ab(
+    settings: Settings,
+    db: Database,
+    url: str,
+    tenant: str,
+    queries: list[str],
+    vectors: np.ndarray,
+    variants: dict[str, list[ScopeFilter | None]],
+) -> dict:
+    """Per query and scoped variant, the pipeline with 0032's BM25 and with the present one, back to
+    back (alternating which goes first): wall and CPU (this process + the server's backends), and
+    whether both returned the same memories."""
+    install_before_bm25(url)
+    arms = {
+        "before": RetrievalService(
+            settings=settings, store=MemoryStore(RenamingDatabase(db), settings.decay, settings.merge), embedder=None
+        ),  # type: ignore[arg-type]
+        "after": RetrievalService(
+            settings=settings, store=MemoryStore(db, settings.decay, settings.merge), embedder=None
+        ),  # type: ignore[arg-type]
+    }
+    server = ServerCpu(url)
+    out: dict[str, dict] = {}
+    for name, scopes in variants.items():
+        wall: dict[str, list[float]] = {arm: [] for arm in arms}
+        cpu: dict[str, list[float]] = {arm: [] for arm in arms}
+        same = 0
+        for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
+            request = ContextRequest(query=q, dry_run=True, scope=scopes[i % len(scopes)])
+            got = {}
+            order = list(arms) if i % 2 == 0 else list(reversed(arms))
+            for arm in order:
+                before, client = server.ms(), time.process_time()
+                ms, result = timed(
+                    lambda arm=arm, request=request, v=v: arms[arm].context(tenant, request, query_vector=v.tolist())
+                )
+                cpu[arm].append(server.ms() - before + (time.process_time() - client) * 1000.0)
+                wall[arm].append(ms)
+                got[arm] = [m.id for m in result.memories]
+                metrics.clear_metrics()
+            same += got["before"] == got["after"]
+        out[name] = {arm: {"wall": pct(wall[arm]), "cpu": pct(cpu[arm])} for arm in arms} | {
+            "same_memories": f"{same}/{len(queries)}"
+        }
+    server.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--large", type=int, default=100_000)
@@ -351,7 +431,15 @@ def main() -> None:
         "--profile", type=int, default=0, help="also profile each read-path call and statement over this many queries"
     )
     parser.add_argument(
-        "--profile-only", action="store_true", help="only the profile (iterating on a kept --data-dir): no report"
+        "--text-ab",
+        type=int,
+        default=0,
+        help="A/B 0032's BM25 against the present one in the pipeline over this many queries",
+    )
+    parser.add_argument(
+        "--profile-only",
+        action="store_true",
+        help="only the profile and the A/B (iterating on a kept --data-dir): no report",
     )
     parser.add_argument(
         "--data-dir",
@@ -408,9 +496,17 @@ def main() -> None:
                 settings, db, lifecycle, LARGE_TENANT, queries[warm:prof], qvecs[warm:prof], variants
             )
             print(json.dumps({"load_1m": os.getloadavg()[0], "profile": profile}, indent=1), flush=True)
-            if args.profile_only:
-                db.close()
-                return
+        ab = {}
+        if args.text_ab:
+            scoped_variants = {name: scopes for name, scopes in variants.items() if name != "unscoped"}
+            picked = slice(args.warmup, args.warmup + args.text_ab)
+            load_ab = os.getloadavg()[0]
+            ab = text_ab(settings, db, url, LARGE_TENANT, queries[picked], qvecs[picked], scoped_variants)
+            ab["load_average_1m_before_after"] = [round(load_ab, 1), round(os.getloadavg()[0], 1)]
+            print(json.dumps({"text_ab": ab}, indent=1), flush=True)
+        if args.profile_only:
+            db.close()
+            return
         load_before, state_before = os.getloadavg(), table_state(url)
         results, raw = interleaved(
             service, url, LARGE_TENANT, queries, qvecs, variants, settings.retrieval.hnsw_ef_search, args.warmup
@@ -459,6 +555,8 @@ def main() -> None:
     }
     if profile:
         figures["stage_profile"] = {"queries": args.profile, "variants": profile}
+    if ab:
+        figures["text_ab_0032_vs_0036"] = {"queries": args.text_ab} | ab
     verdict = "pass" if ratio <= 5 else "fail"
     notes = [
         f"One embedded PostgreSQL 16.2 + pgvector 0.6.2 (shared_buffers 128MB), one tenant of {len(corpus)} memories"

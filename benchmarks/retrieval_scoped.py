@@ -649,7 +649,7 @@ def main() -> None:
                 f"{name} " + ", ".join(f"{b}: {r['recall']} ({r['p50_ms']} ms)" for b, r in by.items())
                 for name, by in sweep.items()
             )
-            + ". The breadth the read path uses for them (1000) is the one that holds main's recall."
+            + ". The read path asks the ANN for 1000 for both (`MAX_BREADTH`); every smaller breadth gives up recall."
         )
     if ab:
         notes.append(

@@ -22,10 +22,12 @@ Figures go to ``benchmarks/reports/retrieval_scoped.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -40,8 +42,8 @@ from contextos.observability import metrics
 from contextos.scopes import ScopeFilter
 from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
-from contextos.store.db import Database
-from contextos.store.dialect import get_dialect
+from contextos.store.db import APP_ROLE, Database
+from contextos.store.dialect import MIGRATIONS_DIR, get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
@@ -54,8 +56,10 @@ from benchmarks.report import write_report
 from benchmarks.retrieval import (
     DIM,
     LARGE_TENANT,
+    PARALLEL,
     RAW_HNSW,
     ServerCpu,
+    TimingStore,
     build_corpus,
     build_index,
     corpus_vectors,
@@ -243,12 +247,243 @@ def interleaved(
     return results, pct(raw_times) | {"cpu": pct(cpu["raw"])}
 
 
+def _statement_kind(sql: str) -> str:
+    """A short name for one of the read path's statements (the profile's per-statement figures)."""
+    for marker, name in (
+        ("contextos_bm25_rank", "bm25"),
+        ("WITH size AS MATERIALIZED", "vector_exact_capped"),
+        ("LIMIT %(breadth)s", "vector_ann_widened"),
+        ("WITH scoped AS MATERIALIZED", "vector_exact_full"),
+        ("hot_memories FROM tenants", "tenant_size"),
+        ("ORDER BY embedding <=>", "vector_ann"),
+    ):
+        if marker in sql:
+            return name
+    return "other:" + " ".join(sql.split())[:40]
+
+
+class TimingDatabase:
+    """The store's ``Database`` with every ``tenant_read`` timed by the kind of its last statement."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._lock = threading.Lock()
+        self.calls: list[tuple[str, float]] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+    def tenant_read(self, tenant_id: str, *statements):
+        ms, rows = timed(lambda: self._db.tenant_read(tenant_id, *statements))
+        with self._lock:
+            self.calls.append((_statement_kind(statements[-1][0]), ms))
+        return rows
+
+
+def _filled(timings: dict[str, list[float]], n: int) -> dict:
+    """Percentiles per call, a query that did not make the call counting 0 ms for it."""
+    return {k: pct(v + [0.0] * (n - len(v))) | {"calls": len(v)} for k, v in timings.items()}
+
+
+def scoped_stage_profile(
+    settings: Settings,
+    db: Database,
+    lifecycle: LifecycleStore,
+    tenant: str,
+    queries: list[str],
+    vectors: np.ndarray,
+    variants: dict[str, list[ScopeFilter | None]],
+) -> dict:
+    """Per variant, each read-path call timed inside the real pipeline (the searches overlap in
+    threads: ``parallel_searches`` is the wall time of that section) and each statement's
+    ``tenant_read`` by kind, so what a scope adds over the unscoped pipeline shows per call."""
+    timing_db = TimingDatabase(db)
+    store = MemoryStore(timing_db, settings.decay, settings.merge)  # type: ignore[arg-type]
+    proxy = TimingStore(store)
+    calls = proxy.calls
+
+    class Profiled(RetrievalService):
+        def _reads(self, as_of, scope=None):
+            reads = super()._reads(as_of, scope)
+            if reads is proxy:
+                return reads
+            timed_reads = TimingStore(reads)  # type: ignore[arg-type]
+            timed_reads.calls = calls
+            return timed_reads
+
+    cold_store = TimingStore(LifecycleStore(timing_db, settings.decay, settings.lifecycle))  # type: ignore[arg-type]
+    cold_store.calls = calls
+    cold = ColdStorage(cold_store, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)  # type: ignore[arg-type]
+    service = Profiled(settings=settings, store=proxy, embedder=None, cold=cold)  # type: ignore[arg-type]
+    out: dict[str, dict] = {}
+    for name, scopes in variants.items():
+        per_call: dict[str, list[float]] = {}
+        per_statement: dict[str, list[float]] = {}
+        for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
+            calls.clear()
+            timing_db.calls.clear()
+            request = ContextRequest(query=q, dry_run=True, scope=scopes[i % len(scopes)])
+            total, _ = timed(lambda request=request, v=v: service.context(tenant, request, query_vector=v.tolist()))
+            metrics.clear_metrics()
+            this: dict[str, float] = {"total": total}
+            for call, _a, _k, s, e in calls:
+                this[call] = this.get(call, 0.0) + (e - s) * 1000.0
+            par = [c for c in calls if c[0] in (*PARALLEL, "cold_candidates")]
+            this["parallel_searches"] = (max(c[4] for c in par) - min(c[3] for c in par)) * 1000.0 if par else 0.0
+            for key, value in this.items():
+                per_call.setdefault(key, []).append(value)
+            stmts: dict[str, float] = {}
+            for kind, ms in timing_db.calls:
+                stmts[kind] = stmts.get(kind, 0.0) + ms
+            for key, value in stmts.items():
+                per_statement.setdefault(key, []).append(value)
+        out[name] = {"calls": _filled(per_call, len(queries)), "statements": _filled(per_statement, len(queries))}
+    return out
+
+
+BEFORE_BM25 = "contextos_bm25_rank_0032"  # 0032's definition under another name, for the A/B only
+
+
+class RenamingDatabase:
+    """The store's ``Database`` with the BM25 call sent to ``BEFORE_BM25``: the pipeline as it
+    ran before 0036, beside the present one on the same connection pool and data."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+    def tenant_read(self, tenant_id: str, *statements):
+        renamed = [(sql.replace("contextos_bm25_rank(", BEFORE_BM25 + "("), params) for sql, params in statements]
+        return self._db.tenant_read(tenant_id, *renamed)
+
+
+def install_before_bm25(url: str) -> None:
+    """0032's ``contextos_bm25_rank`` (its scoped branch gathers ids, then scores them by id) as
+    ``BEFORE_BM25``, read from the migration file itself."""
+    text = get_dialect("postgres").migration_sql((MIGRATIONS_DIR / "0032_bm25_one_pass.sql").read_text())
+    body = text[
+        text.index("CREATE OR REPLACE FUNCTION contextos_bm25_rank(") : text.index(
+            "REVOKE ALL ON FUNCTION contextos_bm25_rank("
+        )
+    ]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(body.replace("contextos_bm25_rank(", BEFORE_BM25 + "(", 1))
+        conn.execute(f"GRANT EXECUTE ON FUNCTION {BEFORE_BM25} TO {APP_ROLE}")
+
+
+def text_ab(
+    settings: Settings,
+    db: Database,
+    url: str,
+    tenant: str,
+    queries: list[str],
+    vectors: np.ndarray,
+    variants: dict[str, list[ScopeFilter | None]],
+) -> dict:
+    """Per query and scoped variant, the pipeline with 0032's BM25 and with the present one, back to
+    back (alternating which goes first): wall and CPU (this process + the server's backends), and
+    whether both returned the same memories."""
+    install_before_bm25(url)
+    arms = {
+        "before": RetrievalService(
+            settings=settings, store=MemoryStore(RenamingDatabase(db), settings.decay, settings.merge), embedder=None
+        ),  # type: ignore[arg-type]
+        "after": RetrievalService(
+            settings=settings, store=MemoryStore(db, settings.decay, settings.merge), embedder=None
+        ),  # type: ignore[arg-type]
+    }
+    server = ServerCpu(url)
+    out: dict[str, dict] = {}
+    for name, scopes in variants.items():
+        wall: dict[str, list[float]] = {arm: [] for arm in arms}
+        cpu: dict[str, list[float]] = {arm: [] for arm in arms}
+        same = 0
+        for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
+            request = ContextRequest(query=q, dry_run=True, scope=scopes[i % len(scopes)])
+            got = {}
+            order = list(arms) if i % 2 == 0 else list(reversed(arms))
+            for arm in order:
+                before, client = server.ms(), time.process_time()
+                ms, result = timed(
+                    lambda arm=arm, request=request, v=v: arms[arm].context(tenant, request, query_vector=v.tolist())
+                )
+                cpu[arm].append(server.ms() - before + (time.process_time() - client) * 1000.0)
+                wall[arm].append(ms)
+                got[arm] = [m.id for m in result.memories]
+                metrics.clear_metrics()
+            same += got["before"] == got["after"]
+        out[name] = {arm: {"wall": pct(wall[arm]), "cpu": pct(cpu[arm])} for arm in arms} | {
+            "same_memories": f"{same}/{len(queries)}"
+        }
+    server.close()
+    return out
+
+
+def breadth_sweep(url: str, tenant: str, vectors: np.ndarray, breadths: list[int], k: int) -> dict:
+    """What the widened ANN's breadth buys a large scope: per breadth, the ANN's first ``breadth``
+    rows (hnsw.ef_search = breadth) filtered to the scope, against the scope's exact top-k (owner
+    side): mean vector recall and median wall ms."""
+    scopes = {"agent": "v.agent_id = 'agent-0'", "tag": "v.tags @> '{billing}'"}
+    out: dict[str, dict] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        for name, where in scopes.items():
+            recall: dict[int, list[float]] = {b: [] for b in breadths}
+            wall: dict[int, list[float]] = {b: [] for b in breadths}
+            for v in vectors:
+                exact = conn.execute(
+                    f"""SELECT memory_id FROM memory_vectors v WHERE tenant_id = %s AND searchable AND {where}
+                        ORDER BY (embedding <=> %s) + 0.0 LIMIT %s""",
+                    [tenant, v, k],
+                ).fetchall()
+                for b in breadths:
+                    conn.execute(f"SET hnsw.ef_search = {int(b)}")
+                    ms, rows = timed(
+                        lambda b=b, v=v, where=where: conn.execute(
+                            f"""SELECT memory_id FROM (
+                                    SELECT memory_id, agent_id, tags, embedding <=> %s AS d FROM memory_vectors v
+                                    WHERE tenant_id = %s AND searchable AND indexed
+                                    ORDER BY embedding <=> %s LIMIT {int(b)}) v
+                                WHERE {where} ORDER BY d LIMIT %s""",
+                            [v, tenant, v, k],
+                        ).fetchall()
+                    )
+                    wall[b].append(ms)
+                    recall[b].append(len({r[0] for r in rows} & {r[0] for r in exact}) / max(len(exact), 1))
+            out[name] = {
+                str(b): {"recall": round(float(np.mean(recall[b])), 4), "p50_ms": pct(wall[b])["p50"]} for b in breadths
+            }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--pool", type=int, default=5_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument(
+        "--profile", type=int, default=0, help="also profile each read-path call and statement over this many queries"
+    )
+    parser.add_argument(
+        "--breadth-sweep",
+        type=int,
+        default=0,
+        help="vector recall of a large scope per ANN breadth over this many queries",
+    )
+    parser.add_argument(
+        "--text-ab",
+        type=int,
+        default=0,
+        help="A/B 0032's BM25 against the present one in the pipeline over this many queries",
+    )
+    parser.add_argument(
+        "--profile-only",
+        action="store_true",
+        help="only the profile and the A/B (iterating on a kept --data-dir): no report",
+    )
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -296,6 +531,30 @@ def main() -> None:
         loaded["common_lexemes"] = lifecycle.refresh_common_lexemes(LARGE_TENANT)
         loaded["text_stats_lexemes"] = lifecycle.refresh_text_stats(LARGE_TENANT)
         variants = {"unscoped": [None], "user": users, "agent": agents, "tag": tags}
+        profile = {}
+        if args.profile:
+            warm, prof = args.warmup, args.warmup + args.profile
+            scoped_stage_profile(settings, db, lifecycle, LARGE_TENANT, queries[:warm], qvecs[:warm], variants)
+            profile = scoped_stage_profile(
+                settings, db, lifecycle, LARGE_TENANT, queries[warm:prof], qvecs[warm:prof], variants
+            )
+            print(json.dumps({"load_1m": os.getloadavg()[0], "profile": profile}, indent=1), flush=True)
+        ab = {}
+        if args.text_ab:
+            scoped_variants = {name: scopes for name, scopes in variants.items() if name != "unscoped"}
+            picked = slice(args.warmup, args.warmup + args.text_ab)
+            load_ab = os.getloadavg()[0]
+            ab = text_ab(settings, db, url, LARGE_TENANT, queries[picked], qvecs[picked], scoped_variants)
+            ab["load_average_1m_before_after"] = [round(load_ab, 1), round(os.getloadavg()[0], 1)]
+            print(json.dumps({"text_ab": ab}, indent=1), flush=True)
+        sweep = {}
+        if args.breadth_sweep:
+            picked = slice(args.warmup, args.warmup + args.breadth_sweep)
+            sweep = breadth_sweep(url, LARGE_TENANT, qvecs[picked], [300, 500, 700, 1000], settings.retrieval.vector_k)
+            print(json.dumps({"breadth_sweep": sweep}, indent=1), flush=True)
+        if args.profile_only:
+            db.close()
+            return
         load_before, state_before = os.getloadavg(), table_state(url)
         results, raw = interleaved(
             service, url, LARGE_TENANT, queries, qvecs, variants, settings.retrieval.hnsw_ef_search, args.warmup
@@ -342,6 +601,12 @@ def main() -> None:
         "data": {"load": loaded, "scopes": scopes},
         "table_state_before_after": [state_before, state_after],
     }
+    if profile:
+        figures["stage_profile"] = {"queries": args.profile, "variants": profile}
+    if ab:
+        figures["text_ab_0032_vs_0036"] = {"queries": args.text_ab} | ab
+    if sweep:
+        figures["breadth_sweep"] = {"queries": args.breadth_sweep} | sweep
     verdict = "pass" if ratio <= 5 else "fail"
     notes = [
         f"One embedded PostgreSQL 16.2 + pgvector 0.6.2 (shared_buffers 128MB), one tenant of {len(corpus)} memories"
@@ -369,12 +634,29 @@ def main() -> None:
         " timed region) against the scope's exact top-k by cosine (owner-side, every vector of the scope):"
         + ", ".join(f" {name} {r['vector_recall']}" for name, r in results.items() if r["vector_recall"])
         + ". A small scope (at most 4000 rows) is scanned exactly (recall 1 by construction); a large one goes"
-        " through the ANN widened to hold about 4·k of its rows by its share of the index's candidates, learnt from"
+        " through the ANN widened to hold about 25·k of its rows by its share of the index's candidates, learnt from"
         " its previous queries (pgvector 0.6.2 has no iterative index scans), never below hnsw.ef_search.",
-        "Text: one BM25 function for every scope (migration 0032): an owner (user, agent, run) of at most 20·bm25_cap"
-        " hot memories has every match ranked with the tenant's statistics through a statement planned for it; a"
-        " larger scope, or tags alone, is gathered by 0027's levels within the scope.",
+        "Text: one BM25 function for every scope: an owner (user, agent, run) of at most 20·bm25_cap hot memories"
+        " has every match ranked with the tenant's statistics, its rows read through the owner's btree and scored"
+        " in the same statement (migration 0036; 0032 gathered ids through the text index, then scored them by id);"
+        " a larger scope, or tags alone, is gathered by 0027's levels within the scope.",
     ]
+    if sweep:
+        notes.append(
+            "Breadth sweep (`breadth_sweep`): a large scope's vector recall per widened-ANN breadth, the ANN's first"
+            " `breadth` rows filtered to the scope against its exact top-k (agent-0 and the tag, owner side): "
+            + "; ".join(
+                f"{name} " + ", ".join(f"{b}: {r['recall']} ({r['p50_ms']} ms)" for b, r in by.items())
+                for name, by in sweep.items()
+            )
+            + ". The read path asks the ANN for 1000 for both (`MAX_BREADTH`); every smaller breadth gives up recall."
+        )
+    if ab:
+        notes.append(
+            "Text A/B (`text_ab_0032_vs_0036`): per query the pipeline with 0032's BM25 (installed under another name"
+            " from its migration file) and with the present one, back to back in alternating order, same data and"
+            " queries; `same_memories` counts the queries where both returned the same memories in the same order."
+        )
     path = write_report("retrieval_scoped", figures, title="Scoped retrieval latency", notes=notes)
     print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")
 

@@ -844,7 +844,7 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
         "deployed_per_query": pct(deployed_ms),
         "share_of_exact_top_k": round(kept / max(1, compared), 3),
         "lexemes_with_scan_counts": stats["n"],
-        "function": "shared/contextos/store/migrations/0035_bm25_level_walk.sql",
+        "function": "shared/contextos/store/migrations/0035_bm25_walk_and_scope.sql",
         "deployed_server_cpu": pct(deployed_cpu),
         "before_0016_per_query": pct(before_ms),
         "before_0016_server_cpu": pct(before_cpu),

@@ -346,7 +346,7 @@ BEFORE_BM25 = "contextos_bm25_rank_0032"  # 0032's definition under another name
 
 class RenamingDatabase:
     """The store's ``Database`` with the BM25 call sent to ``BEFORE_BM25``: the pipeline as it
-    ran before 0036, beside the present one on the same connection pool and data."""
+    ran before 0035, beside the present one on the same connection pool and data."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -604,7 +604,7 @@ def main() -> None:
     if profile:
         figures["stage_profile"] = {"queries": args.profile, "variants": profile}
     if ab:
-        figures["text_ab_0032_vs_0036"] = {"queries": args.text_ab} | ab
+        figures["text_ab_0032_vs_0035"] = {"queries": args.text_ab} | ab
     if sweep:
         figures["breadth_sweep"] = {"queries": args.breadth_sweep} | sweep
     verdict = "pass" if ratio <= 5 else "fail"
@@ -638,7 +638,7 @@ def main() -> None:
         " its previous queries (pgvector 0.6.2 has no iterative index scans), never below hnsw.ef_search.",
         "Text: one BM25 function for every scope: an owner (user, agent, run) of at most 20·bm25_cap hot memories"
         " has every match ranked with the tenant's statistics, its rows read through the owner's btree and scored"
-        " in the same statement (migration 0036; 0032 gathered ids through the text index, then scored them by id);"
+        " in the same statement (migration 0035; 0032 gathered ids through the text index, then scored them by id);"
         " a larger scope, or tags alone, is gathered by 0027's levels within the scope.",
     ]
     if sweep:
@@ -653,7 +653,7 @@ def main() -> None:
         )
     if ab:
         notes.append(
-            "Text A/B (`text_ab_0032_vs_0036`): per query the pipeline with 0032's BM25 (installed under another name"
+            "Text A/B (`text_ab_0032_vs_0035`): per query the pipeline with 0032's BM25 (installed under another name"
             " from its migration file) and with the present one, back to back in alternating order, same data and"
             " queries; `same_memories` counts the queries where both returned the same memories in the same order."
         )

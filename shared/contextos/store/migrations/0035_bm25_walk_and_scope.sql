@@ -1,5 +1,16 @@
 -- dialect: postgres
--- 0036 (PostgreSQL): a small scope's text matches found through its owner and scored in one pass.
+-- 0035 (PostgreSQL): 0032's BM25 with two changes, a level walk that starts at half the gathering
+-- lexemes and a small owner scope's matches found through its owner and scored in one pass.
+--
+-- 0032 gathered by levels from the top: memories holding all n of the rarest gathering lexemes,
+-- then n - 1, ..., until a level had ``cap`` matches. Each level is a GIN scan whose cost is the
+-- posting lists it merges, nearly the same at every level (on the 100k benchmark tenant ~1-5 ms
+-- each, the whole walk ~60 % of the function); a 6-lexeme query walked 5 levels, the top three of
+-- which held a handful of memories, all of them inside the levels below. The walk now starts at
+-- ceil(n / 2) and moves down while a level is short of ``cap``, up while it is full: the same
+-- levels end it, so the same memories are gathered and scored (the statistics, the bound and the
+-- scores are 0032's), with fewer scans when the result lies in the lower half.
+-- The exact branch is 0032's text.
 --
 -- 0032 gathered every match of a small owner scope (at most 20 · cap hot memories) into an id
 -- array through the text index intersected with the owner's btree, then looked each one up again
@@ -11,8 +22,8 @@
 -- matches scored set-based (the query's lexemes hashed once, not per row), the best k returned.
 -- Same rows, same scores (0032's formula, same operand types), same order (the tenant's
 -- statistics): only the bitmap and the second pass go. Any other scope (not counted, tags alone,
--- as of a past time) keeps the text index. contextos_bm25_rank is 0032's but for its scoped
--- branch, which calls it with the owner's count.
+-- as of a past time) keeps the text index. contextos_bm25_rank's scoped branch calls it with
+-- the owner's count.
 CREATE OR REPLACE FUNCTION contextos_bm25_scope_rank(
     tenant text, tsq text, as_of timestamptz, scope_user text, scope_agent text, scope_run text,
     scope_tags text[], lex text[], wt real[], idf double precision[], k1 real, b real, avglen double precision,
@@ -83,6 +94,8 @@ DECLARE
     got_score real[];
     got_matched integer[];
     level_q text;
+    need integer;
+    going integer := 0;  -- the level walk's direction: -1 down, 1 up, 0 not yet moved
     got uuid[];
     counted boolean;
     owned bigint;
@@ -203,7 +216,13 @@ BEGIN
             ORDER BY 2 DESC, 1
             LIMIT k;
     ELSE
-        FOR need IN REVERSE coalesce(cardinality(gather), 0) .. 1 LOOP
+        -- The walk starts at half the gathering lexemes, not at all of them, and goes down while a
+        -- level has fewer than ``cap`` matches, up while it has more: the result is the top-down
+        -- walk's (the matches of the highest level with fewer than ``cap``, each level's including
+        -- those above it, plus ``cap`` of the level below), but the levels above the start, which
+        -- at 100k mostly hold a handful of memories and cost a GIN scan each, are not scanned.
+        need := greatest(1, ceil(coalesce(cardinality(gather), 0) / 2.0)::integer);
+        LOOP
             -- memories holding at least ``need`` of the gathering lexemes
             level_q := contextos_at_least_query(gather, need);
             -- (this level's matches include the previous level's, which are all kept: no exclusion
@@ -222,14 +241,36 @@ BEGIN
                 LIMIT cap
             ) g;
             IF cardinality(got) >= cap THEN
+                IF going = -1 THEN  -- the level above had fewer: all of it, and ``cap`` of this one
+                    cand := cand || got;
+                    cand_score := cand_score || got_score;
+                    cand_matched := cand_matched || got_matched;
+                    EXIT;
+                END IF;
+                IF need >= cardinality(gather) THEN  -- the top level is full: ``cap`` of it
+                    cand := got;
+                    cand_score := got_score;
+                    cand_matched := got_matched;
+                    EXIT;
+                END IF;
+                cand := got;  -- ``cap`` of this level, kept while the levels above are asked
+                cand_score := got_score;
+                cand_matched := got_matched;
+                going := 1;
+                need := need + 1;
+            ELSIF going = 1 THEN  -- the first level above the full ones: all of it, and ``cap`` below
                 cand := cand || got;
                 cand_score := cand_score || got_score;
                 cand_matched := cand_matched || got_matched;
                 EXIT;
+            ELSE
+                cand := got;
+                cand_score := got_score;
+                cand_matched := got_matched;
+                EXIT WHEN need <= 1;
+                going := -1;
+                need := need - 1;
             END IF;
-            cand := got;
-            cand_score := got_score;
-            cand_matched := got_matched;
         END LOOP;
         -- (the last level's matches include the previous level's: the duplicates score alike)
         RETURN QUERY
@@ -271,6 +312,6 @@ REVOKE ALL ON FUNCTION contextos_bm25_rank(text, text[], real, integer, integer,
 GRANT EXECUTE ON FUNCTION contextos_bm25_rank(text, text[], real, integer, integer, real, real, integer, timestamptz, boolean, text, text, text, text[])
     TO contextos_app;
 -- dialect: cockroach
--- 0036 (CockroachDB): no plpgsql; the inline phrase search stands in for BM25 (see 0016).
+-- 0035 (CockroachDB): no plpgsql; the inline phrase search stands in for BM25 (see 0016).
 SELECT 1;
 -- dialect: end

@@ -103,7 +103,19 @@ class WalkRow(TypedDict):
 PoolRow = dict[str, Any]
 
 
-class MemoryDetail(TypedDict):
+class MemoryOwnership(TypedDict):
+    """The columns a person sets on a memory beside its text: flags, owner scope, tags, metadata."""
+
+    always_load: bool
+    protected: bool
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+
+
+class MemoryDetail(MemoryOwnership):
     """A memory with every column the detail view shows, and its strength now."""
 
     id: UUID
@@ -133,13 +145,6 @@ class MemoryDetail(TypedDict):
     recorded_at: datetime
     superseded_at: datetime | None
     superseded_by: UUID | None
-    always_load: bool
-    protected: bool
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-    tags: list[str]
-    metadata: dict[str, Any]
     version: int
 
 
@@ -342,7 +347,7 @@ class KeyListRow(KeyIdentity):
 
 
 # -- management --------------------------------------------------------------------------------
-class MemoryListRow(TypedDict):
+class MemoryListRow(MemoryOwnership):
     """A listed memory (``management.LIST_COLUMNS`` with its strength and band)."""
 
     id: UUID
@@ -353,13 +358,6 @@ class MemoryListRow(TypedDict):
     tier: str
     state: str
     provenance: str
-    always_load: bool
-    protected: bool
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-    tags: list[str]
-    metadata: dict[str, Any]
     version: int
     created_at: datetime
     updated_at: datetime
@@ -382,7 +380,7 @@ class DocumentListRow(TypedDict):
     updated_at: datetime
 
 
-class LockedMemory(TypedDict):
+class LockedMemory(MemoryOwnership):
     """A memory's row and its vector, locked for an edit, forget or restore."""
 
     id: UUID
@@ -391,13 +389,6 @@ class LockedMemory(TypedDict):
     definition: str
     type: str
     importance: int
-    tags: list[str]
-    metadata: dict[str, Any]
-    always_load: bool
-    protected: bool
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
     state: str
     tier: str
     version: int

@@ -246,9 +246,10 @@ def scoring_joins(as_of: bool) -> str:
                        SELECT coalesce(i.document_id::text, 'session:' || i.session_id) AS source,
                               x.excerpt, x.stems, x.ord, i.created_at,
                               row_number() OVER (PARTITION BY x.excerpt IS NOT NULL
-                                                 ORDER BY (SELECT count(*) FROM unnest(%(stems)b::text[]) AS w(s)
-                                                           WHERE strpos(' ' || x.stems || ' ', ' ' || w.s || ' ') > 0)
-                                                          DESC, i.created_at DESC, x.ord) AS newest
+                                                 ORDER BY CASE WHEN x.excerpt IS NOT NULL THEN (
+                                                              SELECT count(*) FROM unnest(%(stems)b::text[]) AS w(s)
+                                                              WHERE strpos(' ' || x.stems || ' ', ' ' || w.s || ' ') > 0
+                                                          ) END DESC, i.created_at DESC, x.ord) AS newest
                        FROM memory_items i
                        CROSS JOIN LATERAL (
                            SELECT CASE WHEN i.definition <> m.definition

@@ -106,3 +106,78 @@ def test_the_context_scores_every_candidate_by_its_exact_cosine_whichever_search
     assert result.memories
     for memory in result.memories:
         assert memory.score.vector == pytest.approx(max(exact[memory.id], 0.0), abs=1e-6)
+
+
+# The excerpt choice as the pool made it before the match count was skipped for rows without an
+# excerpt: those holding the most query stems, then the newest occurrence's, in document order.
+REFERENCE_EXCERPTS = """
+    SELECT items.excerpts FROM memories m
+    LEFT JOIN LATERAL (
+        SELECT array_agg(o.excerpt ORDER BY o.created_at DESC, o.ord)
+                   FILTER (WHERE o.excerpt IS NOT NULL AND o.newest <= %(excerpts)s) AS excerpts
+        FROM (
+            SELECT x.excerpt, x.ord, i.created_at,
+                   row_number() OVER (PARTITION BY x.excerpt IS NOT NULL
+                                      ORDER BY (SELECT count(*) FROM unnest(%(stems)s::text[]) AS w(s)
+                                                WHERE strpos(' ' || x.stems || ' ', ' ' || w.s || ' ') > 0)
+                                               DESC, i.created_at DESC, x.ord) AS newest
+            FROM memory_items i
+            CROSS JOIN LATERAL (
+                SELECT CASE WHEN i.definition <> m.definition
+                            THEN left(i.definition, %(excerpt_chars)s) END, i.definition_stems, 0::bigint
+                UNION ALL
+                SELECT left(e.x, %(excerpt_chars)s), e.s, e.n
+                FROM unnest(i.excerpts, i.excerpt_stems) WITH ORDINALITY AS e(x, s, n)
+            ) AS x(excerpt, stems, ord)
+            WHERE i.tenant_id = m.tenant_id AND i.memory_id = m.id
+        ) o
+    ) items ON true
+    WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s"""
+
+
+def test_the_pool_reads_the_excerpts_holding_the_query_stems_first_as_it_always_did(configured, tenant, local_embedder):
+    from contextos.evidence import stems
+
+    from tests.integration.test_merging import candidates, store_concepts
+
+    store = container.memory_store()
+    filler = [f"The harbour crane number {n} lifts containers during the {n}th shift." for n in range(24)]
+    first = [*filler[:20], "A quokka backoff of five minutes follows every missed window."]
+    second = ["The quokka backoff doubles after three failures.", *filler[20:]]
+    for definition, excerpts in (
+        ("The orbit scheduler places batch jobs on idle nodes overnight.", first),
+        ("The orbit scheduler retries jobs that miss their window.", second),
+    ):
+        (candidate,) = candidates(local_embedder, [("Orbit scheduler", definition, "fact")])
+        store_concepts(store, tenant, [candidate.model_copy(update={"excerpts": excerpts})])
+    (memory,) = sql(tenant, "SELECT id FROM memories WHERE label = 'Orbit scheduler' AND state = 'active'")
+    cfg = get_settings().retrieval
+    query_stems = sorted(stems("quokka backoff"))
+    request = PoolRequest(
+        seeds=[],
+        found=[memory["id"]],
+        top=[],
+        hops=cfg.graph_hops,
+        fall=cfg.graph_fall,
+        shared_source_weight=cfg.graph_shared_source_weight,
+        k=cfg.graph_k,
+        pinned=0,
+        excerpts=cfg.l2_excerpt_pool,
+        excerpt_chars=cfg.l2_excerpt_chars,
+        stems=query_stems,
+    )
+    (row,) = store.candidate_pool(tenant, unit((0, 1.0)), request)
+    (reference,) = sql(
+        tenant,
+        REFERENCE_EXCERPTS,
+        {
+            "tenant": tenant,
+            "id": memory["id"],
+            "stems": query_stems,
+            "excerpts": cfg.l2_excerpt_pool,
+            "excerpt_chars": cfg.l2_excerpt_chars,
+        },
+    )
+    assert row["excerpts"] == reference["excerpts"]
+    assert len(row["excerpts"]) == cfg.l2_excerpt_pool < len(first) + len(second)
+    assert sum("quokka" in e for e in row["excerpts"]) == 2  # both matching passages, whatever their age

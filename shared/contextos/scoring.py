@@ -57,23 +57,27 @@ class Score:
     probability: float = 0.0
 
     def breakdown(self) -> ScoreBreakdown:
-        # Built without validation: every field is a float, a string or a list computed by the scorer.
-        return ScoreBreakdown.model_construct(
-            vector=self.vector,
-            text=self.text,
-            graph=self.graph,
-            semantic=self.semantic,
-            strength=self.strength,
-            recency=self.recency,
-            importance=self.importance,
-            frequency=self.frequency,
-            bonus=self.bonus,
-            relevance=self.relevance,
-            probability=self.probability,
-            methods=self.methods,
-            recipe=self.recipe,
-            trust=self.trust,
-        )
+        return ScoreBreakdown.model_validate(self.fields())
+
+    def fields(self) -> dict[str, Any]:
+        """The breakdown's fields, for a model validated from them (pydantic-core validates a dict
+        ~3x faster than `model_construct` builds one in Python)."""
+        return {
+            "vector": self.vector,
+            "text": self.text,
+            "graph": self.graph,
+            "semantic": self.semantic,
+            "strength": self.strength,
+            "recency": self.recency,
+            "importance": self.importance,
+            "frequency": self.frequency,
+            "bonus": self.bonus,
+            "relevance": self.relevance,
+            "probability": self.probability,
+            "methods": self.methods,
+            "recipe": self.recipe,
+            "trust": self.trust,
+        }
 
 
 @dataclass(slots=True)

@@ -132,8 +132,9 @@ def candidate_pool_sql(live: Callable[[str], str], *, as_of: bool, hops: int) ->
     """The read path's second step in one statement: the graph walk from %(seeds)s, merged with the
     vector and text hits (%(found)s), and for each candidate everything scoring and the budgets
     need — the scoring row, the walk's weight, its sources, and whether it shares an S9 community
-    with one of %(top)s; then, flagged ``pinned``, up to %(pinned)s ``always_load`` memories (S10),
-    which are in every context whatever the query."""
+    with one of %(top)s other than itself; then, flagged ``pinned``, up to %(pinned)s ``always_load``
+    memories (S10), which are in every context whatever the query. ``vector_sim`` is NULL for the
+    ids in %(known)s, whose cosine the caller already holds (the vector search's hits)."""
     return f"""WITH {_reach_ctes(as_of, hops)},
                {_graph_cte(live)},
                pool AS (
@@ -143,13 +144,16 @@ def candidate_pool_sql(live: Callable[[str], str], *, as_of: bool, hops: int) ->
                        SELECT f, 0.0 FROM unnest(%(found)b::uuid[]) AS f
                    ) merged
                    GROUP BY id
+               ),
+               top_communities AS MATERIALIZED (  -- read once, not once per candidate
+                   SELECT memory_id, community FROM memory_communities
+                   WHERE tenant_id = %(tenant)s AND memory_id = ANY(%(top)b::uuid[])
                )
                SELECT {scoring_columns(as_of)}, pool.graph_weight,
                       EXISTS (
                           SELECT 1 FROM memory_communities c
-                          JOIN memory_communities t ON t.tenant_id = c.tenant_id AND t.community = c.community
+                          JOIN top_communities t ON t.community = c.community AND t.memory_id <> c.memory_id
                           WHERE c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                            AND t.memory_id = ANY(%(top)b::uuid[]) AND t.memory_id <> m.id
                       ) AS community,
                       false AS pinned
                FROM pool
@@ -186,6 +190,7 @@ class PoolRequest:
     excerpts: int
     excerpt_chars: int
     stems: Sequence[str] = ()  # the query's content-word stems, which choose the excerpts read
+    known: Sequence[UUID] = ()  # ids whose cosine the caller holds: their vectors are not read again
 
     def params(self, tenant_id: str, query_vector: Sequence[float]) -> dict:
         return {
@@ -201,31 +206,36 @@ class PoolRequest:
             "excerpts": self.excerpts,
             "excerpt_chars": self.excerpt_chars,
             "stems": list(self.stems),
+            "known": list(self.known),
         }
 
 
 def scoring_columns(as_of: bool) -> str:
     """What scoring, the budgets and the tiers read of a memory ``m`` joined `scoring_joins`: its
     row, strength now, corroborations (recorded by %(as_of)s when ``as_of``), exact cosine to
-    %(q)s, sources and excerpts."""
+    %(q)s (NULL for the ids in %(known)s), sources and excerpts."""
     return f"""{ROW_COLUMNS}, {current_strength("m")} AS strength,
                {corroborations("m", "%(as_of)s" if as_of else None)} AS corroborations,
-               COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS vector_sim,
+               CASE WHEN m.id = ANY(%(known)b::uuid[]) THEN NULL ELSE COALESCE(v.vector_sim, 0.0) END AS vector_sim,
                COALESCE(items.sources, '{{}}') AS sources,
                COALESCE(items.excerpts, '{{}}') AS excerpts,
                COALESCE(items.excerpt_stems, '{{}}') AS excerpt_stems"""
 
 
 def scoring_joins(as_of: bool) -> str:
-    """A memory ``m``'s vector ``v`` and, in one pass over its occurrences, ``items``: its distinct
-    sources (documents, or ``session:<id>``) and what they said beyond its own definition (the L2
-    tier, S6.6: an occurrence's other definition, then its source excerpts), at most %(excerpts)s,
+    """A memory ``m``'s cosine to %(q)s, ``v`` (not read for the ids in %(known)s), and, in one pass
+    over its occurrences, ``items``: its distinct sources (documents, or ``session:<id>``) and what
+    they said beyond its own definition (the L2 tier, S6.6: an occurrence's other definition, then
+    its source excerpts), at most %(excerpts)s,
     each cut to %(excerpt_chars)s characters, with their stemmed forms (migration 0031; NULL where a
     row predates it). Those holding the most of the query's stems %(stems)s are read, then the
     newest occurrence's, in document order: a memory merged from many sources brings the passages
     that answer this query, not only its latest source's. The read path shows those that match."""
     when = " AND i.created_at <= %(as_of)s" if as_of else ""
-    return f"""LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+    return f"""LEFT JOIN LATERAL (
+                   SELECT 1.0 - (v.embedding <=> %(q)s) AS vector_sim FROM memory_vectors v
+                   WHERE v.tenant_id = m.tenant_id AND v.memory_id = m.id AND NOT (m.id = ANY(%(known)b::uuid[]))
+               ) v ON true
                LEFT JOIN LATERAL (
                    SELECT array_agg(DISTINCT o.source) AS sources,
                           array_agg(o.excerpt ORDER BY o.created_at DESC, o.ord)
@@ -236,9 +246,10 @@ def scoring_joins(as_of: bool) -> str:
                        SELECT coalesce(i.document_id::text, 'session:' || i.session_id) AS source,
                               x.excerpt, x.stems, x.ord, i.created_at,
                               row_number() OVER (PARTITION BY x.excerpt IS NOT NULL
-                                                 ORDER BY (SELECT count(*) FROM unnest(%(stems)b::text[]) AS w(s)
-                                                           WHERE strpos(' ' || x.stems || ' ', ' ' || w.s || ' ') > 0)
-                                                          DESC, i.created_at DESC, x.ord) AS newest
+                                                 ORDER BY CASE WHEN x.excerpt IS NOT NULL THEN (
+                                                              SELECT count(*) FROM unnest(%(stems)b::text[]) AS w(s)
+                                                              WHERE strpos(' ' || x.stems || ' ', ' ' || w.s || ' ') > 0
+                                                          ) END DESC, i.created_at DESC, x.ord) AS newest
                        FROM memory_items i
                        CROSS JOIN LATERAL (
                            SELECT CASE WHEN i.definition <> m.definition

@@ -5,6 +5,7 @@ are not read again, and the read path's scores still carry every candidate's exa
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 import pytest
 from contextos import container
@@ -41,12 +42,19 @@ def grove(configured, tenant):
     return tenant, ids
 
 
-def _pool(tenant: str, ids: dict[str, uuid.UUID], *, top: list[str], known: list[str] = ()) -> dict[str, dict]:
+def _request(
+    found: list[uuid.UUID],
+    *,
+    top: Sequence[uuid.UUID] = (),
+    known: Sequence[uuid.UUID] = (),
+    stems: Sequence[str] = (),
+) -> PoolRequest:
+    """The read path's pool request for ``found``, with the deployed walk and excerpt settings."""
     cfg = get_settings().retrieval
-    request = PoolRequest(
+    return PoolRequest(
         seeds=[],
-        found=list(ids.values()),
-        top=[ids[label] for label in top],
+        found=found,
+        top=top,
         hops=cfg.graph_hops,
         fall=cfg.graph_fall,
         shared_source_weight=cfg.graph_shared_source_weight,
@@ -54,8 +62,13 @@ def _pool(tenant: str, ids: dict[str, uuid.UUID], *, top: list[str], known: list
         pinned=0,
         excerpts=cfg.l2_excerpt_pool,
         excerpt_chars=cfg.l2_excerpt_chars,
-        known=[ids[label] for label in known],
+        stems=stems,
+        known=known,
     )
+
+
+def _pool(tenant: str, ids: dict[str, uuid.UUID], *, top: list[str], known: list[str] = ()) -> dict[str, dict]:
+    request = _request(list(ids.values()), top=[ids[label] for label in top], known=[ids[label] for label in known])
     rows = container.memory_store().candidate_pool(tenant, unit((0, 1.0)), request)
     return {r["label"]: r for r in rows}
 
@@ -153,19 +166,7 @@ def test_the_pool_reads_the_excerpts_holding_the_query_stems_first_as_it_always_
     (memory,) = sql(tenant, "SELECT id FROM memories WHERE label = 'Orbit scheduler' AND state = 'active'")
     cfg = get_settings().retrieval
     query_stems = sorted(stems("quokka backoff"))
-    request = PoolRequest(
-        seeds=[],
-        found=[memory["id"]],
-        top=[],
-        hops=cfg.graph_hops,
-        fall=cfg.graph_fall,
-        shared_source_weight=cfg.graph_shared_source_weight,
-        k=cfg.graph_k,
-        pinned=0,
-        excerpts=cfg.l2_excerpt_pool,
-        excerpt_chars=cfg.l2_excerpt_chars,
-        stems=query_stems,
-    )
+    request = _request([memory["id"]], stems=query_stems)
     (row,) = store.candidate_pool(tenant, unit((0, 1.0)), request)
     (reference,) = sql(
         tenant,

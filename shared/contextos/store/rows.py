@@ -115,15 +115,20 @@ class MemoryOwnership(TypedDict):
     metadata: dict[str, Any]
 
 
-class MemoryDetail(MemoryOwnership):
-    """A memory with every column the detail view shows, and its strength now."""
+class MemoryText(MemoryOwnership):
+    """What every read of a memory's own row carries: its id and text, beside its ownership."""
 
     id: UUID
-    norm_key: str
     label: str
     definition: str
     type: str
     importance: int
+
+
+class MemoryDetail(MemoryText):
+    """A memory with every column the detail view shows, and its strength now."""
+
+    norm_key: str
     strength_anchor: float
     strength_anchor_at: datetime
     strength: float
@@ -347,14 +352,9 @@ class KeyListRow(KeyIdentity):
 
 
 # -- management --------------------------------------------------------------------------------
-class MemoryListRow(MemoryOwnership):
+class MemoryListRow(MemoryText):
     """A listed memory (``management.LIST_COLUMNS`` with its strength and band)."""
 
-    id: UUID
-    label: str
-    definition: str
-    type: str
-    importance: int
     tier: str
     state: str
     provenance: str
@@ -380,15 +380,10 @@ class DocumentListRow(TypedDict):
     updated_at: datetime
 
 
-class LockedMemory(MemoryOwnership):
+class LockedMemory(MemoryText):
     """A memory's row and its vector, locked for an edit, forget or restore."""
 
-    id: UUID
     norm_key: str
-    label: str
-    definition: str
-    type: str
-    importance: int
     state: str
     tier: str
     version: int

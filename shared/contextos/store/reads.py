@@ -105,6 +105,18 @@ class ReadStore:
             rows = self.db.tenant_read(tenant_id, (_vector_sql(exact=True), params))
         return rows_of(VectorHit, rows)
 
+    def searchable_rows(self, tenant_id: str, *, at_most: int) -> int:
+        """The tenant's searchable vectors, counted up to ``at_most`` (asked only after a short answer)."""
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                """SELECT count(*) AS n FROM (SELECT 1 FROM memory_vectors v
+                                              WHERE v.tenant_id = %s AND v.searchable LIMIT %s) held""",
+                [tenant_id, at_most],
+            ),
+        )
+        return int(rows[0]["n"])
+
     def _scope_size(self, tenant_id: str, cache_s: float) -> int:
         """The tenant's hot memories, as read at most ``cache_s`` ago by this process: it only picks
         exact or ANN search, and a count a few seconds old picks as well as a fresh one."""

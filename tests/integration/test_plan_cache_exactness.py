@@ -210,3 +210,35 @@ def test_the_historical_readers_are_exact_for_a_small_tenant_on_a_warm_connectio
             if tenant is small:
                 answers.append([h["id"] for h in hits] == small.exact_top(q, K))
     assert all(answers), f"{answers.count(False)} of {len(answers)} historical answers were not exact"
+
+
+def test_the_cold_stub_search_is_exact_for_a_small_tenant_on_a_warm_connection(configured, world):
+    """Cold stubs archived by the lifecycle scan (S5) in a small tenant: their nearest by cosine, on
+    the same warm connection as the large tenant's hot searches."""
+    from contextos import container
+    from contextos.models import LifecycleReport
+    from contextos.store.lifecycle import LifecycleStore
+
+    store, large, _ = world
+    rng = np.random.default_rng(5)
+    name = f"t-cold-{uuid.uuid4().hex[:8]}"
+    vectors = unit(large.vectors[:40] + 0.8 * rng.standard_normal((40, DIM)) / np.sqrt(DIM))
+    ids = add_memories(container.memory_store(), name, memory_candidates(vectors, "cold"), embedder_id="local")
+    with container.database().tenant_tx(name) as conn:  # thirty unused days: forgotten
+        conn.execute(
+            """UPDATE memories SET strength_anchor = 1.0, strength_anchor_at = now() - interval '30 days',
+                      next_transition_at = now() - interval '1 second' WHERE id = ANY(%s)""",
+            [ids[:30]],
+        )
+    report = LifecycleReport()
+    container.lifecycle().scan_tenant(name, report)
+    assert report.archived == 30
+    cold = Tenant(name, ids[:30], vectors[:30])
+    reads = LifecycleStore(store.db, get_settings().decay, get_settings().lifecycle)
+    answers = []
+    for tenant, q in alternate(large, Tenant(name, ids, vectors)):
+        hits = reads.cold_candidates(tenant.name, q, [], limit=10)
+        store.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=EXACT_MAX)
+        if tenant.name == name:
+            answers.append({h["id"] for h in hits} == set(cold.exact_top(q, 10)))
+    assert all(answers), f"{answers.count(False)} of {len(answers)} cold-stub answers were not exact"

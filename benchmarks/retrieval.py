@@ -67,6 +67,7 @@ from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
 from benchmarks.report import write_report
+from benchmarks.warm import WarmTenant, warm_figures, warm_interleaved
 
 DIM = 384
 SMALL_TENANT = "bench-10k"
@@ -1064,6 +1065,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--text-phrases", type=int, default=150, help="phrases timed per text-search variant")
+    parser.add_argument("--warm-warmup", type=int, default=50, help="rounds on the warm connection before timing")
+    parser.add_argument("--warm-queries", type=int, default=150, help="timed rounds on the warm connection")
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -1144,6 +1147,25 @@ def main() -> None:
             small_qv[args.warmup :],
             args.warmup,
         )
+        print("warm: one connection, the 100k and the 10k tenant interleaved…", flush=True)
+
+        def make_service(one: Database) -> RetrievalService:
+            warm_store = MemoryStore(one, settings.decay, settings.merge)
+            warm_life = LifecycleStore(one, settings.decay, settings.lifecycle)
+            warm_cold = ColdStorage(warm_life, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
+            return RetrievalService(settings=settings, store=warm_store, embedder=embedder, cold=warm_cold)
+
+        warm = warm_interleaved(
+            url,
+            make_service,
+            [
+                WarmTenant(LARGE_TENANT, large_q, large_qv, len(large)),
+                WarmTenant(SMALL_TENANT, small_q, small_qv, len(small)),
+            ],
+            warmup=args.warm_warmup,
+            measured=args.warm_queries,
+        )
+        print(f"warm: {warm_figures(warm, settings.retrieval.vector_k)}", flush=True)
         print("text search: ranking every match vs the store's bounded call…", flush=True)
         rls = text_variants(url, db, settings, LARGE_TENANT, lq, args.text_phrases)
         bm25 = bm25_exactness(db, settings, LARGE_TENANT, lq, args.text_phrases)
@@ -1226,6 +1248,7 @@ def main() -> None:
         "text_bm25_exact_p95_ms_100k": bm25["exact_per_query"]["p95"],
         "text_search_matched_rows_p50_100k": rls["matched_rows_per_phrase"]["p50"],
         "text_search_matched_rows_p95_100k": rls["matched_rows_per_phrase"]["p95"],
+        **warm_figures(warm, settings.retrieval.vector_k),
         "queries_per_size": len(lq),
         "hnsw_ef_search": settings.retrieval.hnsw_ef_search,
         "hnsw_build_s_110k": large_load.get("index_s"),
@@ -1235,6 +1258,7 @@ def main() -> None:
         "at_10k": at_10k,
         "at_100k": at_100k,
         "at_10k_beside_100k": beside,
+        "warm_interleaved": warm,
         "text_search_100k": rls,
         "text_bm25_100k": bm25,
         "plans_100k": plans_100k,
@@ -1301,6 +1325,15 @@ def main() -> None:
         f" {bm25['before_0016_server_cpu']['p50']}/{bm25['before_0016_server_cpu']['p95']} ms against 0035's"
         f" {bm25['deployed_server_cpu']['p50']}/{bm25['deployed_server_cpu']['p95']} ms; the same ranking in"
         f" {bm25['same_ranking_as_0016']} of {bm25['queries']} queries.",
+        "Warm connection (`warm_*`, `vector_recall_at_20_*`): a pool of ONE connection, as one Lambda container"
+        f" has, serving the 100k and the 10k tenant in turn ({args.warm_warmup} rounds before timing, then"
+        f" {args.warm_queries}; the order flips every round), every vector already settled into the HNSW index."
+        " Per call the pipeline is timed, then the read path's vector search with the same settings, its rows"
+        " against the tenant's exact top 20 (owner side, no index). Beside it, the vector search as it was while"
+        " `SET LOCAL enable_indexscan = off` steered one shared statement text (`switch_steered_*`): on its own warm"
+        " connection, and on one where every plan is custom (`switch_steered_custom_*`: what that switch meant, the"
+        " cost baseline of the exact pass's own text). `warm_interleaved.prepared_vector_statements`: how many"
+        " generic and custom plans each vector statement ran on the warm connection.",
         "CPU figures (`*_cpu_*`): the client process's CPU time (time.process_time, both threads) plus the CPU"
         " time the embedded server's backends spent (/proc/<pid>/schedstat), per query; far less sensitive to"
         " the machine's load than wall time. Raw HNSW CPU is the same for its one statement."

@@ -58,6 +58,7 @@ from benchmarks.retrieval import (
     LARGE_TENANT,
     PARALLEL,
     RAW_HNSW,
+    SMALL_TENANT,
     ServerCpu,
     TimingStore,
     build_corpus,
@@ -69,6 +70,7 @@ from benchmarks.retrieval import (
     prototypes,
     timed,
 )
+from benchmarks.warm import WarmTenant, warm_figures, warm_interleaved
 
 USERS = 50
 AGENTS = 2
@@ -461,6 +463,9 @@ def breadth_sweep(url: str, tenant: str, vectors: np.ndarray, breadths: list[int
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=10_000, help="the small tenant of the warm-connection phase")
+    parser.add_argument("--warm-warmup", type=int, default=50, help="rounds on the warm connection before timing")
+    parser.add_argument("--warm-queries", type=int, default=200, help="timed rounds on the warm connection")
     parser.add_argument("--pool", type=int, default=5_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
@@ -500,6 +505,9 @@ def main() -> None:
     corpus = build_corpus(LARGE_TENANT, args.large, protos, settings.extraction.generic_modifiers, seed=2)
     queries = make_queries(corpus, protos, args.queries + args.warmup, seed=4)
     qvecs = np.asarray(embedder.embed(queries), dtype=np.float32)
+    small = build_corpus(SMALL_TENANT, args.small, protos, settings.extraction.generic_modifiers, seed=1)
+    small_queries = make_queries(small, protos, args.warm_warmup + args.warm_queries, seed=3)
+    small_qvecs = np.asarray(embedder.embed(small_queries), dtype=np.float32)
     rng = random.Random(11)
     users = [ScopeFilter(user_id=f"user-{rng.randrange(USERS)}") for _ in range(25)]
     agents = [ScopeFilter(agent_id=f"agent-{n}") for n in range(AGENTS)]
@@ -526,10 +534,18 @@ def main() -> None:
             scopes = assign_scopes(url, LARGE_TENANT)
             print(f"{len(corpus)} memories loaded {loaded} {scopes}; building HNSW…", flush=True)
             loaded["index_s"] = round(build_index(url), 1)
+        small_held = db.tenant_read(SMALL_TENANT, ("SELECT count(*) AS n FROM memories", None))[0]["n"]
+        if small_held != len(small):  # the warm phase's small tenant, scoped the same way, then the index again
+            pool = np.asarray(embedder.embed([p.text() for p in protos]), dtype=np.float32)
+            loaded["small"] = load(url, small, corpus_vectors(small, pool, seed=5), settings, seed=8)
+            loaded["small"]["scopes"] = assign_scopes(url, SMALL_TENANT)
+            loaded["index_s_with_small"] = round(build_index(url), 1)
         # the lifecycle's text statistics (BM25's document frequencies and common words), as a
         # deployed tenant has them once its scheduled run has passed: retrieval.py does the same
         loaded["common_lexemes"] = lifecycle.refresh_common_lexemes(LARGE_TENANT)
         loaded["text_stats_lexemes"] = lifecycle.refresh_text_stats(LARGE_TENANT)
+        lifecycle.refresh_common_lexemes(SMALL_TENANT)
+        lifecycle.refresh_text_stats(SMALL_TENANT)
         variants = {"unscoped": [None], "user": users, "agent": agents, "tag": tags}
         profile = {}
         if args.profile:
@@ -563,6 +579,28 @@ def main() -> None:
         for name, result in results.items():
             print(f"{name}: {result}", flush=True)
         print(f"raw: {raw}", flush=True)
+        print("warm: one connection, the large and the small tenant interleaved, every scope in turn…", flush=True)
+        turns: list[ScopeFilter | None] = []
+        for j in range(len(users)):
+            turns += [None, users[j], agents[j % len(agents)], tags[0]]
+
+        def make_service(one: Database) -> RetrievalService:
+            warm_store = MemoryStore(one, settings.decay, settings.merge)
+            warm_life = LifecycleStore(one, settings.decay, settings.lifecycle)
+            warm_cold = ColdStorage(warm_life, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
+            return RetrievalService(settings=settings, store=warm_store, embedder=embedder, cold=warm_cold)
+
+        warm = warm_interleaved(
+            url,
+            make_service,
+            [
+                WarmTenant(LARGE_TENANT, queries, qvecs, len(corpus), turns),
+                WarmTenant(SMALL_TENANT, small_queries, small_qvecs, len(small), turns),
+            ],
+            warmup=args.warm_warmup,
+            measured=args.warm_queries,
+        )
+        print(f"warm: {warm_figures(warm, settings.retrieval.vector_k)}", flush=True)
         db.close()
 
     size = f"{args.large // 1000}k"
@@ -593,6 +631,7 @@ def main() -> None:
         **{f"mean_returned_{name}": r["mean_returned"] for name, r in results.items()},
         **{f"vector_recall_at_k_{name}": r["vector_recall"] for name, r in results.items() if r["vector_recall"]},
         "scope_violations": sum(r["violations"] for r in results.values()),
+        **warm_figures(warm, settings.retrieval.vector_k),
         "load_average_1m_before_after": [round(load_before[0], 1), round(load_after[0], 1)],
         "queries_per_variant": args.queries,
         "hnsw_ef_search": settings.retrieval.hnsw_ef_search,
@@ -600,6 +639,7 @@ def main() -> None:
         "run_s": round(time.perf_counter() - wall, 0),
         "data": {"load": loaded, "scopes": scopes},
         "table_state_before_after": [state_before, state_after],
+        "warm_interleaved": warm,
     }
     if profile:
         figures["stage_profile"] = {"queries": args.profile, "variants": profile}
@@ -636,6 +676,14 @@ def main() -> None:
         + ". A small scope (at most 4000 rows) is scanned exactly (recall 1 by construction); a large one goes"
         " through the ANN widened to hold about 25·k of its rows by its share of the index's candidates, learnt from"
         " its previous queries (pgvector 0.6.2 has no iterative index scans), never below hnsw.ef_search.",
+        "Warm connection (`warm_*`, `vector_recall_at_20_<tenant>_<scope>`): a pool of ONE connection, as one"
+        f" Lambda container has, serving this tenant and a small one of {len(small)} memories (scoped the same way)"
+        f" in turn, the order flipping every round, each round the next of unscoped / a user / an agent / the tag;"
+        f" {args.warm_warmup} rounds before timing, then {args.warm_queries}; every vector settled into the HNSW"
+        " index. Per call the pipeline is timed, then the read path's vector search (ScopedReads for a scope) and"
+        " its rows against the exact top 20 of the tenant or scope (owner side, no index). Unscoped calls also run"
+        " the vector search as it was while `SET LOCAL enable_indexscan = off` steered one shared statement text"
+        " (`switch_steered_*`), on its own warm connection and on one with custom plans only.",
         "Text: one BM25 function for every scope: an owner (user, agent, run) of at most 20·bm25_cap hot memories"
         " has every match ranked with the tenant's statistics, its rows read through the owner's btree and scored"
         " in the same statement (migration 0035; 0032 gathered ids through the text index, then scored them by id);"

@@ -148,6 +148,11 @@ class SearchReads(TextRanking, Protocol):
         scope_cache_s: float = 0.0,
     ) -> list[VectorHit]: ...
 
+    def searchable_rows(self, tenant_id: str, *, at_most: int) -> int:
+        """How many rows ``vector_search`` could return (counted up to ``at_most``): what a short
+        answer is checked against."""
+        ...
+
     def candidate_pool(self, tenant_id: str, query_vector: Sequence[float], request: PoolRequest) -> list[PoolRow]: ...
 
 

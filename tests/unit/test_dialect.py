@@ -55,7 +55,8 @@ def test_every_tenant_table_has_row_level_security_in_both_dialects():
 def test_search_breadth_is_set_per_transaction_in_each_dialect():
     assert get_dialect("postgres").search_breadth_sql(80) == "SET LOCAL hnsw.ef_search = 80"
     assert get_dialect("cockroach").search_breadth_sql(80) == "SET LOCAL vector_search_beam_size = 80"
-    assert get_dialect("cockroach").exact_scan_sql() is None
+    assert get_dialect("cockroach").ann_post_filters() is False
+    assert get_dialect("postgres").ann_post_filters() is True
 
 
 def test_the_signature_prefilter_is_a_bit_count_on_postgres_and_absent_on_cockroach():

@@ -26,7 +26,7 @@ from contextos.models import (
     SearchResult,
 )
 from contextos.normalization import estimate_tokens
-from contextos.observability import metrics
+from contextos.observability import logger, metrics
 from contextos.ports import ReadPort, SearchReads
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scopes import ScopeFilter
@@ -244,6 +244,8 @@ class RetrievalService:
             exact_scan_max_rows=cfg.exact_scan_max_rows,
             scope_cache_s=cfg.scope_size_cache_s,
         )
+        if len(vector_rows) < cfg.vector_k:
+            _check_short(reads, tenant_id, returned=len(vector_rows), k=cfg.vector_k)
         text_rows = text_job.result()
         found: dict[UUID, dict[str, float]] = {}
         cosines = {hit["id"]: float(hit["vector_sim"]) for hit in vector_rows}  # the pool does not recompute them
@@ -550,3 +552,23 @@ def with_history(store: ReadPort, tenant_id: str, memories: list[ScoredMemory]) 
         m.model_copy(update={"history": [PriorVersion.model_validate(v) for v in chains.get(m.id, [])]})
         for m in memories
     ]
+
+
+def _check_short(reads: SearchReads, tenant_id: str, *, returned: int, k: int) -> None:
+    """S6: the vector search returns k rows whenever k exist in scope. A short answer where more
+    rows were searchable (a plan that filtered after an ANN scan, an index that lost rows) is logged
+    and counted, never silent; asked only after a short answer, counting at most k rows."""
+    held = reads.searchable_rows(tenant_id, at_most=k)
+    if returned >= held:
+        return
+    logger.warning(
+        "vector search came up short",
+        extra={
+            "tenant_id": tenant_id,
+            "returned": returned,
+            "searchable": held,
+            "k": k,
+            "reader": type(reads).__name__,
+        },
+    )
+    metrics.add_metric(name="VectorSearchShort", unit="Count", value=1)

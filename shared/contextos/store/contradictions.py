@@ -216,15 +216,16 @@ def _nearest(conn: Conn, params: dict[str, Any], *, exact: bool) -> list[dict[st
     memory holding each probe's key, with their cosine to the probe. ``found`` is materialized:
     inlined, the planner could rerun every probe once per memory row of the final join (31 ms
     for 18 memories, growing with the square of a small tenant)."""
+    # exact: ordered by an expression no ANN index serves, so no plan of this text, cached or not,
+    # filters after an index scan and comes up short (FIELD-NOTES); a planner switch would not hold
+    # once the statement is prepared (docs/decisions.md)
+    order = "(v.embedding <=> p.embedding) + 0.0" if exact else "v.embedding <=> p.embedding"
     nearest = f"""SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
                   JOIN memories o ON o.tenant_id = v.tenant_id AND o.id = v.memory_id
                   WHERE v.tenant_id = %(tenant)s AND v.searchable AND {same_owner("o")}
-                  ORDER BY v.embedding <=> p.embedding LIMIT %(k)s"""
-    if exact:
-        conn.execute("SET LOCAL enable_indexscan = off")  # exact: never short (FIELD-NOTES)
-    try:
-        return conn.execute(
-            f"""WITH probe AS (
+                  ORDER BY {order} LIMIT %(k)s"""
+    return conn.execute(
+        f"""WITH probe AS (
                    SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(owners)s::text[])
                        AS t(idx, embedding, final_key, owner)
                ),
@@ -240,11 +241,8 @@ def _nearest(conn: Conn, params: dict[str, Any], *, exact: bool) -> list[dict[st
                SELECT f.idx, m.id, m.norm_key, m.label, m.definition, m.ingest_seq, f.similarity, f.key_match
                FROM found f
                JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = f.memory_id AND m.state = 'active'""",
-            params,
-        ).fetchall()
-    finally:
-        if exact:
-            conn.execute("SET LOCAL enable_indexscan = on")
+        params,
+    ).fetchall()
 
 
 def cold_sharing_words(

@@ -29,16 +29,18 @@ class Dialect:
             case "cockroach":
                 return f"SET LOCAL vector_search_beam_size = {breadth}"
 
-    def exact_scan_sql(self) -> str | None:
-        """Make the next vector query an exact scan (pgvector 0.6 post-filters ANN results).
+    def ann_post_filters(self) -> bool:
+        """Whether the ANN index filters after its scan, so a small tenant can come up short and
+        needs an exact pass (pgvector 0.6); the exact pass is a statement text the index cannot
+        serve, never a planner switch a cached plan would ignore.
 
         CockroachDB's vector index is prefixed by tenant_id, so its ANN is already scoped.
         """
         match self.name:
             case "postgres":
-                return "SET LOCAL enable_indexscan = off"
+                return True
             case "cockroach":
-                return None
+                return False
 
     def index_scans_only_sql(self) -> str | None:
         """Keep the next query off sequential scans, where every filter it has is indexed.

@@ -292,6 +292,20 @@ class HistoricalReads:
                 {"tenant": tenant_id, "q": Vector(list(embedding)), "k": k, "as_of": self.as_of},
             ).fetchall()
 
+    def searchable_rows(self, tenant_id: str, *, at_most: int) -> int:
+        """The vectors of what was believed then, counted up to ``at_most``."""
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT count(*) AS n FROM (
+                        SELECT 1 FROM memory_vectors v
+                        JOIN memories m ON m.tenant_id = v.tenant_id AND m.id = v.memory_id
+                        WHERE v.tenant_id = %(tenant)s AND {believed("m")} LIMIT %(n)s) held""",
+                {"tenant": tenant_id, "as_of": self.as_of, "n": at_most},
+            ),
+        )
+        return int(rows[0]["n"])
+
     def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
         with self.db.tenant_tx(tenant_id) as conn:
             return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap, as_of=self.as_of)

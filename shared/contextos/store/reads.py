@@ -33,6 +33,28 @@ from contextos.store.text_search import BM25Params, bm25_call, phrases_call, ran
 from pgvector import Vector
 
 
+def _vector_sql(*, exact: bool) -> str:
+    """The vector search over both segments. ``exact`` orders the indexed segment by an expression
+    the HNSW index cannot serve (``distance + 0.0``), so no plan of this text, cached or not, can
+    read the index and filter after it."""
+    indexed_order = "(v.embedding <=> %(q)s) + 0.0" if exact else "v.embedding <=> %(q)s"
+    return f"""
+            SELECT memory_id AS id, 1.0 - min(distance) AS vector_sim FROM (
+                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                 FROM memory_vectors v
+                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                 ORDER BY {indexed_order} LIMIT %(k)s)
+                UNION ALL
+                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
+                 FROM memory_vectors v
+                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
+                 ORDER BY (v.embedding <=> %(q)s) + 0.0 LIMIT %(k)s)
+            ) segments
+            GROUP BY memory_id
+            ORDER BY min(distance), memory_id
+            LIMIT %(k)s"""
+
+
 class ReadStore:
     def __init__(self, db: Database, decay: DecaySettings) -> None:
         self.db = db
@@ -66,34 +88,34 @@ class ReadStore:
         exact over the fresh one (the candidate pool reads the rows).
 
         pgvector 0.6 filters ANN results after the index scan (FIELD-NOTES): a small tenant
-        beside a large one can get fewer than k rows. A short answer is re-asked exactly.
+        beside a large one can get fewer than k rows. A short answer is re-asked exactly. The exact
+        pass is its own statement text, not a planner switch: psycopg prepares a statement after five
+        runs and PostgreSQL may then keep one generic plan for it, which no later ``SET LOCAL``
+        re-plans (docs/decisions.md).
         """
-        query = """
-            SELECT memory_id AS id, 1.0 - min(distance) AS vector_sim FROM (
-                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
-                 FROM memory_vectors v
-                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
-                 ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
-                UNION ALL
-                (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
-                 FROM memory_vectors v
-                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND NOT v.indexed
-                 ORDER BY v.embedding <=> %(q)s LIMIT %(k)s)
-            ) segments
-            GROUP BY memory_id
-            ORDER BY min(distance), memory_id
-            LIMIT %(k)s"""
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
-        exact = self.db.dialect.exact_scan_sql()
-        if exact and self._scope_size(tenant_id, scope_cache_s) <= exact_scan_max_rows:
+        post_filters = self.db.dialect.ann_post_filters()
+        if post_filters and self._scope_size(tenant_id, scope_cache_s) <= exact_scan_max_rows:
             # a small scope: one exact pass beats an ANN pass that may come up short
-            return rows_of(VectorHit, self.db.tenant_read(tenant_id, (exact, None), (query, params)))
+            return rows_of(VectorHit, self.db.tenant_read(tenant_id, (_vector_sql(exact=True), params)))
         rows = self.db.tenant_read(
-            tenant_id, (self.db.dialect.search_breadth_sql(max(ef_search, k)), None), (query, params)
+            tenant_id, (self.db.dialect.search_breadth_sql(max(ef_search, k)), None), (_vector_sql(exact=False), params)
         )
-        if len(rows) < k and exact:
-            rows = self.db.tenant_read(tenant_id, (exact, None), (query, params))
+        if len(rows) < k and post_filters:
+            rows = self.db.tenant_read(tenant_id, (_vector_sql(exact=True), params))
         return rows_of(VectorHit, rows)
+
+    def searchable_rows(self, tenant_id: str, *, at_most: int) -> int:
+        """The tenant's searchable vectors, counted up to ``at_most`` (asked only after a short answer)."""
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                """SELECT count(*) AS n FROM (SELECT 1 FROM memory_vectors v
+                                              WHERE v.tenant_id = %s AND v.searchable LIMIT %s) held""",
+                [tenant_id, at_most],
+            ),
+        )
+        return int(rows[0]["n"])
 
     def _scope_size(self, tenant_id: str, cache_s: float) -> int:
         """The tenant's hot memories, as read at most ``cache_s`` ago by this process: it only picks

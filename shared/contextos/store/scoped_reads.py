@@ -226,6 +226,20 @@ class ScopedReads:
             return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
         return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in found]
 
+    def searchable_rows(self, tenant_id: str, *, at_most: int) -> int:
+        """The scope's searchable vectors, counted up to ``at_most``."""
+        rows = self.store.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT count(*) AS n FROM (
+                        SELECT 1 FROM memories m
+                        JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id AND v.searchable
+                        WHERE m.tenant_id = %(tenant)s AND {self.live("m")} LIMIT %(n)s) held""",
+                self._params(tenant_id) | {"n": at_most},
+            ),
+        )
+        return int(rows[0]["n"])
+
     def text_rank(
         self,
         tenant_id: str,
@@ -320,6 +334,20 @@ class ScopedHistoricalReads:
                 self._params(tenant_id) | {"q": Vector(list(embedding)), "k": k},
             ),
         )
+
+    def searchable_rows(self, tenant_id: str, *, at_most: int) -> int:
+        """The vectors of the scope's memories believed then, counted up to ``at_most``."""
+        rows = self.history.db.tenant_read(
+            tenant_id,
+            (
+                f"""SELECT count(*) AS n FROM (
+                        SELECT 1 FROM memory_vectors v
+                        JOIN memories m ON m.tenant_id = v.tenant_id AND m.id = v.memory_id
+                        WHERE v.tenant_id = %(tenant)s AND {self.live("m")} LIMIT %(n)s) held""",
+                self._params(tenant_id) | {"n": at_most},
+            ),
+        )
+        return int(rows[0]["n"])
 
     def text_rank(
         self,

@@ -162,18 +162,66 @@ GENERIC = frozenset(
 )
 
 
+def ingest_documents(
+    settings: Settings, store: MemoryStore, embedder, docs: list[Document], tenant: str = TENANT
+) -> tuple[dict[str, str], dict[str, dict], float]:
+    """Every document through the ingestion service as deployed (local extractor, the store's gates)
+    into ``tenant``: (document id → parsed text, document id → its counts and labels, seconds)."""
+    from contextos.extraction.local import LocalConceptExtractor
+    from contextos.services.ingestion import IngestionService
+
+    from benchmarks.ingest import InMemoryBlobs
+
+    service = IngestionService(
+        settings=settings,
+        store=store,
+        blobs=InMemoryBlobs(),
+        queue=None,  # type: ignore[arg-type]
+        extractor=LocalConceptExtractor(
+            max_concepts=settings.extraction.local_max_concepts,
+            definition_chars=settings.extraction.local_definition_chars,
+            generic_modifiers=settings.extraction.generic_modifiers,
+        ),
+        embedder=embedder,
+    )
+    texts: dict[str, str] = {}
+    per_doc: dict[str, dict] = {}
+    started = time.perf_counter()
+    for doc in docs:
+        parsed = parse_document(doc.data, filename=doc.filename, declared_type=None)
+        texts[doc.id] = parsed.text
+        record, _ = store.create_document(
+            tenant,
+            content_hash=uuid.uuid4().hex,
+            filename=doc.filename,
+            content_type=None,
+            provenance="user_upload",
+            size_bytes=len(doc.data),
+        )
+        service.process(DocumentJob(tenant_id=tenant, document_id=record.id), data=doc.data)
+        done = store.get_document(tenant, record.id)
+        counts = done.counts or {}
+        per_doc[doc.id] = {
+            "status": done.status,
+            "text_chars": len(parsed.text),
+            "extracted": counts.get("extracted"),
+            "accepted": counts.get("accepted"),
+            "held_for_review": counts.get("held_for_review"),
+            "superseded": counts.get("superseded"),
+            "memory_labels": [m["label"] for m in store.memories_of_document(tenant, record.id)],
+        }
+        print(f"{doc.id}: {per_doc[doc.id]['accepted']} concepts from {len(parsed.text):,} chars ({done.status})")
+    return texts, per_doc, time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit-docs", type=int, default=0, help="only the first N documents (iterating)")
     args = parser.parse_args()
 
     from contextos.embedding.local import LocalMiniLMEmbedder
-    from contextos.extraction.local import LocalConceptExtractor
     from contextos.judge.local import LocalHeuristicJudge
-    from contextos.services.ingestion import IngestionService
     from contextos.services.retrieval import RetrievalService
-
-    from benchmarks.ingest import InMemoryBlobs
 
     settings = Settings()
     docs = load_documents(DATA / "doc_qa_manifest.json")
@@ -191,46 +239,7 @@ def main() -> None:
         # As deployed with the local judge: both gates on.
         gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
         store = MemoryStore(db, settings.decay, settings.merge, gate=gate)
-        service = IngestionService(
-            settings=settings,
-            store=store,
-            blobs=InMemoryBlobs(),
-            queue=None,  # type: ignore[arg-type]
-            extractor=LocalConceptExtractor(
-                max_concepts=settings.extraction.local_max_concepts,
-                definition_chars=settings.extraction.local_definition_chars,
-                generic_modifiers=settings.extraction.generic_modifiers,
-            ),
-            embedder=embedder,
-        )
-        texts: dict[str, str] = {}
-        per_doc: dict[str, dict] = {}
-        started = time.perf_counter()
-        for doc in docs:
-            parsed = parse_document(doc.data, filename=doc.filename, declared_type=None)
-            texts[doc.id] = parsed.text
-            record, _ = store.create_document(
-                TENANT,
-                content_hash=uuid.uuid4().hex,
-                filename=doc.filename,
-                content_type=None,
-                provenance="user_upload",
-                size_bytes=len(doc.data),
-            )
-            service.process(DocumentJob(tenant_id=TENANT, document_id=record.id), data=doc.data)
-            done = store.get_document(TENANT, record.id)
-            counts = done.counts or {}
-            per_doc[doc.id] = {
-                "status": done.status,
-                "text_chars": len(parsed.text),
-                "extracted": counts.get("extracted"),
-                "accepted": counts.get("accepted"),
-                "held_for_review": counts.get("held_for_review"),
-                "superseded": counts.get("superseded"),
-                "memory_labels": [m["label"] for m in store.memories_of_document(TENANT, record.id)],
-            }
-            print(f"{doc.id}: {per_doc[doc.id]['accepted']} concepts from {len(parsed.text):,} chars ({done.status})")
-        ingest_s = time.perf_counter() - started
+        texts, per_doc, ingest_s = ingest_documents(settings, store, embedder, docs)
 
         with db.tenant_tx(TENANT) as conn:  # what the memories hold at all, ranking aside
             stored = "\n".join(

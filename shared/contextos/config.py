@@ -229,6 +229,17 @@ class RetrievalSettings(BaseModel):
     demoted_relevance_share: float = 0.5
     demoted_min_cosine: float = 0.35
     cold_k: int = 10  # cold stubs the vector search and the text search each bring into the pool
+    # S6 relevance floor. A memory's calibrated relevance is a logistic of its absolute evidence (its
+    # cosine to the query, and its BM25 score over the tenant's own statistics, not divided by the
+    # query's best match), so it reads the same in every query and tenant; the coefficients were
+    # fitted by benchmarks/abstention.py on its declared calibration split. What falls below the floor
+    # is not injected; a request's ``min_relevance`` overrides it (0: nothing is cut).
+    relevance_intercept: float = -8.0
+    relevance_cosine: float = 14.0
+    relevance_bm25: float = 1.0  # per unit of log(1 + raw BM25)
+    relevance_floor: float = 0.5
+    floor_exempt_types: list[str] = Field(default_factory=lambda: ["rule"])  # like always_load: never cut
+    near_misses_per_reason: int = 5  # a dry run lists at most this many left-out candidates per reason
 
     def recipe(self, name: str | None) -> StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe:
         """The named recipe (the default when None); an unknown name is a clear error."""

@@ -6,13 +6,14 @@ ceiling.
 """
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from contextos.errors import BadRequest, ProvenanceAboveCeiling
+from contextos.errors import BadRequest, OccurredAtOutOfRange, ProvenanceAboveCeiling
+from contextos.instants import Instant
 from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Concept, Provenance
 
@@ -84,6 +85,11 @@ class MessageCreate(BaseModel):
     agent_id: str | None = Field(default=None, min_length=1, max_length=200)
     run_id: str | None = Field(default=None, min_length=1, max_length=200)
     tags: list[str] = Field(default_factory=list, max_length=50)
+    occurred_at: Instant | None = Field(
+        default=None,
+        description="When the turn was said (imported history): not in the future, not beyond the configured"
+        " backdating horizon. Its memories decay from then. Default: now.",
+    )
 
 
 class MessageAppended(BaseModel):
@@ -172,12 +178,29 @@ class Turn(BaseModel):
     role: Role
     content: str
     provenance: Provenance
+    said_at: datetime | None = None  # the turn's own time (``occurred_at``, else when it was buffered)
 
 
 class TurnConcept(Concept):
     """A concept from a conversation, with the turns (message seqs) that state it."""
 
     turns: list[int] = Field(default_factory=list)
+
+
+def said_at(concept: TurnConcept, turns: dict[int, Turn], fallback: datetime | None) -> datetime | None:
+    """When a concept was said: the last turn that states it (its latest mention is where its decay
+    starts, as a reinforcement would have left it), else the flushed range's last turn."""
+    times = [t for seq in concept.turns if seq in turns and (t := turns[seq].said_at) is not None]
+    return max(times) if times else fallback
+
+
+def check_occurred_at(occurred_at: datetime, skew_s: int, max_age_days: int, now: datetime | None = None) -> None:
+    """A message's ``occurred_at`` lies between the backdating horizon and the clock (plus skew)."""
+    now = now or datetime.now(UTC)
+    if occurred_at > now + timedelta(seconds=skew_s):
+        raise OccurredAtOutOfRange(f"occurred_at {occurred_at.isoformat()} is in the future")
+    if occurred_at < now - timedelta(days=max_age_days):
+        raise OccurredAtOutOfRange(f"occurred_at {occurred_at.isoformat()} is more than {max_age_days} days ago")
 
 
 def speaker_provenance(concept: TurnConcept, turns: dict[int, Turn], fallback: Provenance) -> Provenance:

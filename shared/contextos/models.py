@@ -76,6 +76,8 @@ class Concept(BaseModel):
     provenance: Provenance | None = None
     # The source's own passages about it beyond the definition (the L2 tier, searchable as text).
     excerpts: list[str] = Field(default_factory=list)
+    # When it was said (a conversation turn's own time): its decay and validity start there; None = now.
+    said_at: datetime | None = None
 
 
 class ValidationReport(BaseModel):
@@ -136,6 +138,7 @@ class MemoryCandidate(BaseModel):
     provenance: Provenance
     base_trust: float
     excerpts: list[str] = Field(default_factory=list)  # the concept's source excerpts
+    said_at: datetime | None = None  # when it was said: its strength anchor and valid_from; None = now
 
 
 class StoreResult(BaseModel):

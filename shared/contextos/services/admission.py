@@ -142,6 +142,7 @@ class Admission:
                     provenance=provenance,
                     base_trust=self.settings.governance.trust_of(provenance),
                     excerpts=c.excerpts,
+                    said_at=c.said_at,
                 )
             )
         return out

@@ -27,8 +27,10 @@ from contextos.conversations import (
     SessionView,
     Turn,
     TurnConcept,
+    check_occurred_at,
     check_session_id,
     message_provenance,
+    said_at,
     speaker_provenance,
 )
 from contextos.errors import PayloadTooLarge, PermanentError, TransientError
@@ -78,8 +80,15 @@ class ConversationService:
                 f"the message is {len(message.content)} characters; the limit is {cfg.max_message_chars}"
             )
         provenance = message_provenance(message.role, message.provenance, ceiling)
+        if message.occurred_at is not None:
+            check_occurred_at(message.occurred_at, cfg.occurred_at_skew_s, cfg.occurred_at_max_age_days)
         row = self.store.append(
-            tenant_id, session_id, role=message.role.value, content=message.content, provenance=provenance.value
+            tenant_id,
+            session_id,
+            role=message.role.value,
+            content=message.content,
+            provenance=provenance.value,
+            occurred_at=message.occurred_at,
         )
         scope = Scope(user_id=message.user_id, agent_id=message.agent_id, run_id=message.run_id, tags=message.tags)
         if not scope.empty:
@@ -246,8 +255,10 @@ class ConversationService:
         chosen = self._clamp(concepts)
         by_seq = {t.seq: t for t in spoken}
         fallback = min((t.provenance for t in spoken), key=BASE_TRUST.__getitem__, default=Provenance.agent_turn)
+        flushed_at = max((t.said_at for t in spoken if t.said_at is not None), default=None)
         for concept in chosen:
             concept.provenance = speaker_provenance(concept, by_seq, fallback)
+            concept.said_at = said_at(concept, by_seq, flushed_at)
         source = SessionSource(
             session_id=session_id,
             message_from=first,

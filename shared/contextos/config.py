@@ -237,7 +237,7 @@ class RetrievalSettings(BaseModel):
     relevance_intercept: float = -4.84
     relevance_cosine: float = 9.93
     relevance_bm25: float = 2.57  # per unit of log(1 + raw BM25)
-    relevance_floor: float = 0.48
+    relevance_floor: float = 0.49
     floor_exempt_types: list[str] = Field(default_factory=lambda: ["rule"])  # like always_load: never cut
     near_misses_per_reason: int = 5  # a dry run lists at most this many left-out candidates per reason
 

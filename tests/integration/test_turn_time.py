@@ -91,3 +91,40 @@ def test_a_malformed_or_naive_occurred_at_is_a_4xx(configured, tenant, bad):
     body = {"role": "user", "content": "hello", "occurred_at": bad}
     status, result = call_api("POST", "/v1/sessions/s1/messages", tenant, body)
     assert 400 <= status < 500 and "error" in result
+
+
+CHAT_WITH_ASIDES = [
+    *PREFERENCE_CHAT,
+    ("user", "By the way, the office printer on floor three jams whenever duplex mode is on."),
+    ("assistant", "Noted, the third floor printer dislikes duplex printing."),
+    ("user", "My sister Margot arrives from Lisbon on Friday evening."),
+]
+
+
+def test_every_turn_of_a_flushed_session_is_reachable_by_a_query_for_its_words(
+    configured,
+    tenant,
+    sqs,
+    local_aws,
+    conversation_queue,  # noqa: F811
+):
+    for role, content in CHAT_WITH_ASIDES:
+        status, _ = call_api("POST", "/v1/sessions/chat/messages", tenant, {"role": role, "content": content})
+        assert status in (200, 201, 202)
+    flush(tenant, "chat", sqs, local_aws, conversation_queue)
+    _, view = call_api("GET", "/v1/sessions/chat", tenant)
+    assert 3 <= view["flushes"][0]["counts"]["memories_created"] <= 10
+    with container.database().tenant_tx(tenant) as conn:
+        items = conn.execute("SELECT memory_id, excerpts FROM memory_items WHERE session_id = 'chat'").fetchall()
+        held = conn.execute("SELECT candidate->>'label' AS label, reason FROM review_queue").fetchall()
+    for content in [c for _, c in CHAT_WITH_ASIDES if len(c.split()) >= 3]:
+        holders = [i["memory_id"] for i in items if any(e.endswith(content) for e in i["excerpts"])]
+        assert len(holders) == 1, (content, holders, held)  # kept, and kept once
+    for role, content in CHAT_WITH_ASIDES:
+        if len(content.split()) < 3:  # small talk ("Great, thanks."): evidence of nothing, not kept
+            assert not any(e.endswith(content) for i in items for e in i["excerpts"])
+            continue
+        _, result = call_api("POST", "/v1/context", tenant, {"query": content, "dry_run": True})
+        assert content in result["context"], (content, result["context"])
+        shown = [e for m in result["memories"] for e in m["excerpts"] if e.endswith(content)]
+        assert shown and shown[0].split("] ", 1)[0].endswith(f", {role}")  # when, and who said it

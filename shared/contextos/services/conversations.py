@@ -29,6 +29,8 @@ from contextos.conversations import (
     TurnConcept,
     check_occurred_at,
     check_session_id,
+    episode_label,
+    keep_every_turn,
     message_provenance,
     said_at,
     speaker_provenance,
@@ -252,12 +254,28 @@ class ConversationService:
         extracted, calls = self._extract(spoken) if spoken else ([], 0)
         crash_point("flush:after_extraction")
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
-        chosen = self._clamp(concepts)
+        min_chars = self.settings.extraction.min_definition_chars
+        clamped = self._clamp(concepts)
+        chosen = keep_every_turn(
+            clamped,
+            spoken,
+            session_id=session_id,
+            first=first,
+            max_concepts=cfg.max_concepts,
+            acceptable=lambda c: rejection_reason(c, min_definition_chars=min_chars) is None,
+            min_words=cfg.episode_min_words,
+        )
         by_seq = {t.seq: t for t in spoken}
         fallback = min((t.provenance for t in spoken), key=BASE_TRUST.__getitem__, default=Provenance.agent_turn)
         flushed_at = max((t.said_at for t in spoken if t.said_at is not None), default=None)
+        episode = episode_label(session_id, first)
         for concept in chosen:
-            concept.provenance = speaker_provenance(concept, by_seq, fallback)
+            # the episode holds several speakers' turns: it is vouched for as its least trusted one
+            concept.provenance = (
+                min((by_seq[s].provenance for s in concept.turns), key=BASE_TRUST.__getitem__, default=fallback)
+                if concept.label == episode
+                else speaker_provenance(concept, by_seq, fallback)
+            )
             concept.said_at = said_at(concept, by_seq, flushed_at)
         source = SessionSource(
             session_id=session_id,
@@ -270,7 +288,8 @@ class ConversationService:
                 "extraction_calls": calls,
                 "extracted": len(extracted),
                 "deduplicated": deduplicated,
-                "clamped": len(concepts) - len(chosen),
+                "clamped": len(concepts) - len(clamped),
+                "episode_turns": sum(len(c.turns) for c in chosen if c.label == episode),
                 "by_provenance": _count_by(c.provenance.value for c in chosen if c.provenance),
             },
         )

@@ -103,6 +103,8 @@ def main() -> None:
     tokens: list[int] = []
     concepts_per_flush: list[int] = []
     reachable: list[bool] = []
+    in_items: list[bool] = []  # diagnostics: held by an occurrence (memory_items), held for review
+    in_review: list[bool] = []
     with tempfile.TemporaryDirectory(prefix="contextos-locomo-conv-") as tmp:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), embedder.dimensions, embedder.model_id)
@@ -152,12 +154,19 @@ def main() -> None:
                     "SELECT string_agg(coalesce(definition, '') || ' ' || coalesce(source_text, ''), ' ') AS t"
                     " FROM memories WHERE state = 'active'"
                 ).fetchone()["t"]
+                items = conn.execute(
+                    "SELECT string_agg(array_to_string(excerpts, ' ') || ' ' || definition, ' ') AS t FROM memory_items"
+                ).fetchone()["t"]
+                pending = conn.execute("SELECT string_agg(candidate::text, ' ') AS t FROM review_queue").fetchone()["t"]
             concepts_per_flush += [int((f["counts"] or {}).get("accepted", 0)) for f in flushes]
             held = _words(held or "")
             turn_of = {t.dia_id: t for t in conv.turns}
             content = {d: _words(_PREFIX.sub("", t.text)) for d, t in turn_of.items()}
             evidence_turns = {d for q in conv.questions for d in q.evidence}
             reachable += [content[d] in held for d in evidence_turns]
+            items = _words(items or "")
+            in_items += [content[d] in items for d in evidence_turns]
+            in_review += [content[d] in (pending or "") for d in evidence_turns]
             for q in conv.questions:
                 result = retrieval.context(tenant, ContextRequest(query=q.question, dry_run=True))
                 tokens.append(result.tokens_used)
@@ -198,6 +207,10 @@ def main() -> None:
         "tokens_mean": round(statistics.mean(tokens), 1),
         "abstained": sum(r["abstained"] for r in rows),
         "evidence_reachable_rate": round(statistics.mean(reachable), 3),
+        # diagnostics: the evidence turns some occurrence (memory_items) holds, whether or not its
+        # memory's searchable source_text still does; those a held candidate holds (review queue)
+        "evidence_in_occurrences_rate": round(statistics.mean(in_items), 3),
+        "evidence_held_for_review_rate": round(statistics.mean(in_review), 3),
         "concepts_per_flush": {
             "min": min(concepts_per_flush),
             "median": statistics.median(concepts_per_flush),

@@ -186,6 +186,9 @@ class TurnConcept(Concept):
     """A concept from a conversation, with the turns (message seqs) that state it."""
 
     turns: list[int] = Field(default_factory=list)
+    # When it was said (the last turn that states it): its decay and validity start there; None = now.
+    # Set by the flush, never by an extractor: not part of an extractor's output.
+    said_at: datetime | None = Field(default=None, exclude=True)
 
 
 def said_at(concept: TurnConcept, turns: dict[int, Turn], fallback: datetime | None) -> datetime | None:

@@ -76,8 +76,6 @@ class Concept(BaseModel):
     provenance: Provenance | None = None
     # The source's own passages about it beyond the definition (the L2 tier, searchable as text).
     excerpts: list[str] = Field(default_factory=list)
-    # When it was said (a conversation turn's own time): its decay and validity start there; None = now.
-    said_at: datetime | None = None
 
 
 class ValidationReport(BaseModel):

@@ -229,6 +229,17 @@ class RetrievalSettings(BaseModel):
     demoted_relevance_share: float = 0.5
     demoted_min_cosine: float = 0.35
     cold_k: int = 10  # cold stubs the vector search and the text search each bring into the pool
+    # S6 relevance floor. A memory's calibrated relevance is a logistic of its absolute evidence (its
+    # cosine to the query, and its BM25 score over the tenant's own statistics, not divided by the
+    # query's best match), so it reads the same in every query and tenant; the coefficients were
+    # fitted by benchmarks/abstention.py on its declared calibration split. What falls below the floor
+    # is not injected; a request's ``min_relevance`` overrides it (0: nothing is cut).
+    relevance_intercept: float = -4.84
+    relevance_cosine: float = 9.93
+    relevance_bm25: float = 2.57  # per unit of log(1 + raw BM25)
+    relevance_floor: float = 0.49
+    floor_exempt_types: list[str] = Field(default_factory=lambda: ["rule"])  # like always_load: never cut
+    near_misses_per_reason: int = 5  # a dry run lists at most this many left-out candidates per reason
 
     def recipe(self, name: str | None) -> StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe:
         """The named recipe (the default when None); an unknown name is a clear error."""
@@ -332,6 +343,11 @@ class ConversationSettings(BaseModel):
     max_concepts: int = 10  # kept per flush, most important first
     max_message_chars: int = 32_000  # one message's content
     max_session_id_chars: int = 200
+    # A message's ``occurred_at``: at most this far ahead of the server's clock (client skew), and
+    # at most this far back (imported history; older turns would only ever be forgotten).
+    occurred_at_skew_s: int = 300
+    episode_min_words: int = 3  # an uncited turn shorter than this (small talk) is not kept as evidence
+    occurred_at_max_age_days: int = 3650
     recent_turns: int = 6  # turns of the session that inform a context query's analysis
     recent_turn_chars: int = 2_000  # of each recent turn, for query analysis
     # system turns configure the agent; they are kept in the log but not distilled into memories

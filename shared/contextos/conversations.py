@@ -6,13 +6,15 @@ ceiling.
 """
 
 import re
-from datetime import datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from contextos.errors import BadRequest, ProvenanceAboveCeiling
+from contextos.errors import BadRequest, OccurredAtOutOfRange, ProvenanceAboveCeiling
+from contextos.instants import Instant
 from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Concept, Provenance
 
@@ -84,6 +86,11 @@ class MessageCreate(BaseModel):
     agent_id: str | None = Field(default=None, min_length=1, max_length=200)
     run_id: str | None = Field(default=None, min_length=1, max_length=200)
     tags: list[str] = Field(default_factory=list, max_length=50)
+    occurred_at: Instant | None = Field(
+        default=None,
+        description="When the turn was said (imported history): not in the future, not beyond the configured"
+        " backdating horizon. Its memories decay from then. Default: now.",
+    )
 
 
 class MessageAppended(BaseModel):
@@ -172,12 +179,98 @@ class Turn(BaseModel):
     role: Role
     content: str
     provenance: Provenance
+    said_at: datetime | None = None  # the turn's own time (``occurred_at``, else when it was buffered)
 
 
 class TurnConcept(Concept):
     """A concept from a conversation, with the turns (message seqs) that state it."""
 
     turns: list[int] = Field(default_factory=list)
+    # When it was said (the last turn that states it): its decay and validity start there; None = now.
+    # Set by the flush, never by an extractor: not part of an extractor's output.
+    said_at: datetime | None = Field(default=None, exclude=True)
+
+
+def said_at(concept: TurnConcept, turns: dict[int, Turn], fallback: datetime | None) -> datetime | None:
+    """When a concept was said: the last turn that states it (its latest mention is where its decay
+    starts, as a reinforcement would have left it), else the flushed range's last turn."""
+    times = [t for seq in concept.turns if seq in turns and (t := turns[seq].said_at) is not None]
+    return max(times) if times else fallback
+
+
+def turn_excerpt(turn: Turn) -> str:
+    """A turn as evidence: when, who, and exactly what was said. The speaker sits inside the
+    brackets (``[2023-05-08 13:56, user]``): a leading ``Assistant:`` reads as text addressed to a
+    model, which the trust gate rightly counts against it."""
+    when = f"{turn.said_at:%Y-%m-%d %H:%M}, " if turn.said_at is not None else ""
+    return f"[{when}{turn.role.value.replace('_', ' ')}] {' '.join(turn.content.split())}"
+
+
+def episode_label(session_id: str, first: int) -> str:
+    """The session's episode memory's label: one per flushed range, so episodes never merge."""
+    slug = "-".join(re.sub(r"[^0-9A-Za-z]+", " ", session_id).split())[:40].strip("-") or "session"
+    return f"Episode {slug} {first}"  # three words whatever the id: a label validation accepts
+
+
+def keep_every_turn(
+    concepts: list[TurnConcept],
+    turns: list[Turn],
+    *,
+    session_id: str,
+    first: int,
+    max_concepts: int,
+    acceptable: Callable[[TurnConcept], bool],
+    min_words: int = 3,
+) -> list[TurnConcept]:
+    """Every turn kept once, as evidence a query for its words can find: as an excerpt of the first
+    (most important) acceptable concept that states it, and the turns no concept states as the
+    excerpts of the range's episode memory (one more concept: when the range already has
+    ``max_concepts``, the least important gives way and its turns join the episode). Whatever the
+    extractor returned, with or without the turns each concept came from. A turn of fewer than
+    ``min_words`` words that no concept states ("Hi!", "Great, thanks.") is evidence of nothing and
+    makes no episode."""
+    turns = [t for t in turns if len(t.content.split()) >= min_words or t.seq in {s for c in concepts for s in c.turns}]
+    by_seq = {t.seq: t for t in turns}
+    kept = list(concepts)
+    while True:
+        claimed: dict[int, int] = {}  # turn seq → index of the concept that keeps it
+        for i, concept in enumerate(kept):
+            if acceptable(concept):
+                for seq in concept.turns:
+                    if seq in by_seq:
+                        claimed.setdefault(seq, i)
+        left = [t for t in turns if t.seq not in claimed]
+        if not left or len(kept) < max_concepts or not kept:
+            break
+        kept = kept[:-1]
+    out = []
+    for i, concept in enumerate(kept):
+        mine = [turn_excerpt(by_seq[seq]) for seq in sorted(claimed) if claimed[seq] == i]
+        out.append(concept.model_copy(update={"excerpts": [*concept.excerpts, *mine]}) if mine else concept)
+    if left:
+        said = [t.said_at for t in left if t.said_at is not None]
+        span = f" on {min(said):%Y-%m-%d}" if said else ""
+        out.append(
+            TurnConcept(
+                label=episode_label(session_id, first),
+                definition=f"What was said in session {session_id}{span} beyond the other memories of it: "
+                + " ".join(" ".join(t.content.split()) for t in left)[:600],
+                type="event",
+                importance=3,
+                turns=[t.seq for t in left],
+                excerpts=[turn_excerpt(t) for t in left],
+            )
+        )
+    return out
+
+
+def check_occurred_at(occurred_at: datetime, skew_s: int, max_age_days: int, now: datetime | None = None) -> None:
+    """A message's ``occurred_at`` lies between the backdating horizon and the clock (plus skew)."""
+    now = now or datetime.now(UTC)
+    if occurred_at > now + timedelta(seconds=skew_s):
+        raise OccurredAtOutOfRange(f"occurred_at {occurred_at.isoformat()} is in the future")
+    if occurred_at < now - timedelta(days=max_age_days):
+        raise OccurredAtOutOfRange(f"occurred_at {occurred_at.isoformat()} is more than {max_age_days} days ago")
 
 
 def speaker_provenance(concept: TurnConcept, turns: dict[int, Turn], fallback: Provenance) -> Provenance:

@@ -28,6 +28,10 @@ class UnknownRecipe(BadRequest):
     code = "unknown_recipe"
 
 
+class OccurredAtOutOfRange(BadRequest):
+    code = "occurred_at_out_of_range"
+
+
 class PayloadTooLarge(BadRequest):
     code = "payload_too_large"
     status = 413

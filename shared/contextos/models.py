@@ -136,6 +136,7 @@ class MemoryCandidate(BaseModel):
     provenance: Provenance
     base_trust: float
     excerpts: list[str] = Field(default_factory=list)  # the concept's source excerpts
+    said_at: datetime | None = None  # when it was said: its strength anchor and valid_from; None = now
 
 
 class StoreResult(BaseModel):
@@ -151,7 +152,8 @@ class ScoreBreakdown(BaseModel):
     """Every component of a memory's score, so a context result can be inspected (S6.8)."""
 
     vector: float = 0.0
-    text: float = 0.0
+    text: float = 0.0  # BM25 divided by the query's best text match
+    bm25: float = 0.0  # the raw BM25 score, which the calibrated relevance reads
     graph: float = 0.0
     semantic: float = 0.0
     strength: float = 0.0
@@ -190,6 +192,18 @@ class ScoredMemory(BaseModel):
     score: ScoreBreakdown
     history: list[PriorVersion] = Field(default_factory=list)  # with include_history: what it superseded
     said_at: datetime | None = None  # a conversation memory's own time (when it was said), shown with it
+    # calibrated: the same value means the same evidence in every query and tenant (S6 relevance floor)
+    relevance: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
+class NearMiss(BaseModel):
+    """A candidate a dry run shows as left out of the context, and why (S6, explain what was left out)."""
+
+    id: UUID
+    label: str
+    relevance: float = Field(ge=0.0, le=1.0)  # calibrated, as on a returned memory
+    score: float | None = None  # the recipe's ranking score; None when it was cut before ranking (band)
+    reason: Literal["relevance_floor", "token_budget", "band", "source_cap", "max_memories"]
 
 
 class Reactivation(BaseModel):
@@ -213,6 +227,9 @@ class ContextResult(BaseModel):
     memories: list[ScoredMemory]
     index: list[str] = Field(default_factory=list)
     reactivated: list[Reactivation] = Field(default_factory=list)
+    # nothing besides always_load memories and rules cleared the relevance floor
+    abstained: bool = False
+    left_out: list[NearMiss] = Field(default_factory=list)  # dry run only: the near misses, with the reason
 
 
 class LifecycleReport(BaseModel):
@@ -279,6 +296,12 @@ class ContextRequest(BaseModel):
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
     min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
+    min_relevance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Leave out memories below this calibrated relevance (default: the configured floor; 0 cuts none).",
+    )
     scope: ScopeFilter | None = Field(default=None, description="Only memories of this user/agent/run, tags, metadata.")
     include_history: bool = Field(default=False, description="Show each memory's superseded versions (S6).")
 

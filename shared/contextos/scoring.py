@@ -32,6 +32,7 @@ class Candidate:
     community: float = 0.0  # 1 when it shares an S9 community with a top hit
     payload: dict[str, Any] = field(default_factory=dict)  # the store's row the candidate came from
     trust: float = 0.0  # composite trust (S7): reported, never weighted
+    bm25: float = 0.0  # the raw BM25 score (the tenant's statistics), before division by the query's best
 
 
 @dataclass(slots=True)
@@ -45,6 +46,7 @@ class Score:
     text: float
     graph: float
     semantic: float
+    bm25: float
     strength: float
     recency: float
     importance: float
@@ -55,6 +57,7 @@ class Score:
     recipe: str
     trust: float
     probability: float = 0.0
+    calibrated: float = 0.0  # `calibrated_relevance`: comparable across queries and tenants
 
     def breakdown(self) -> ScoreBreakdown:
         return ScoreBreakdown.model_validate(self.fields())
@@ -65,6 +68,7 @@ class Score:
         return {
             "vector": self.vector,
             "text": self.text,
+            "bm25": self.bm25,
             "graph": self.graph,
             "semantic": self.semantic,
             "strength": self.strength,
@@ -136,6 +140,7 @@ def score_candidate(
         text=c.text,
         graph=c.graph,
         semantic=semantic,
+        bm25=c.bm25,
         strength=c.strength,
         recency=rec,
         importance=importance,
@@ -145,7 +150,17 @@ def score_candidate(
         methods=sorted(c.methods),
         recipe=recipe.kind,
         trust=c.trust,
+        calibrated=calibrated_relevance(c.vector, c.bm25, cfg),
     )
+
+
+def calibrated_relevance(cosine: float, bm25: float, cfg: RetrievalSettings) -> float:
+    """A memory's relevance in [0, 1] from its absolute evidence: a logistic of its cosine to the
+    query and log(1 + its raw BM25 score). Neither is divided by the query's best candidate, so an
+    unrelated query's best match scores as low as it is, and a value means the same in any query
+    and tenant (the BM25 idf is the tenant's own)."""
+    z = cfg.relevance_intercept + cfg.relevance_cosine * max(cosine, 0.0) + cfg.relevance_bm25 * math.log1p(bm25)
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 
 def softmax(values: Sequence[float], temperature: float) -> list[float]:

@@ -35,7 +35,9 @@ def memories(configured, tenant, local_embedder, monkeypatch):
 
 
 def methods_of(tenant: str, query: str) -> dict[str, list[str]]:
-    result = container.retrieval().context(tenant, ContextRequest(query=query, dry_run=True))
+    # which search found each candidate, before the relevance floor (which reads cosine and BM25
+    # only: a memory the graph alone found, or a paraphrase in a tiny tenant, falls below it)
+    result = container.retrieval().context(tenant, ContextRequest(query=query, dry_run=True, min_relevance=0))
     return {m.label: m.score.methods for m in result.memories}
 
 

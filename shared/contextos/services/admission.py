@@ -142,6 +142,7 @@ class Admission:
                     provenance=provenance,
                     base_trust=self.settings.governance.trust_of(provenance),
                     excerpts=c.excerpts,
+                    said_at=getattr(c, "said_at", None),  # a conversation's concept: when it was said
                 )
             )
         return out

@@ -27,8 +27,12 @@ from contextos.conversations import (
     SessionView,
     Turn,
     TurnConcept,
+    check_occurred_at,
     check_session_id,
+    episode_label,
+    keep_every_turn,
     message_provenance,
+    said_at,
     speaker_provenance,
 )
 from contextos.errors import PayloadTooLarge, PermanentError, TransientError
@@ -78,8 +82,15 @@ class ConversationService:
                 f"the message is {len(message.content)} characters; the limit is {cfg.max_message_chars}"
             )
         provenance = message_provenance(message.role, message.provenance, ceiling)
+        if message.occurred_at is not None:
+            check_occurred_at(message.occurred_at, cfg.occurred_at_skew_s, cfg.occurred_at_max_age_days)
         row = self.store.append(
-            tenant_id, session_id, role=message.role.value, content=message.content, provenance=provenance.value
+            tenant_id,
+            session_id,
+            role=message.role.value,
+            content=message.content,
+            provenance=provenance.value,
+            occurred_at=message.occurred_at,
         )
         scope = Scope(user_id=message.user_id, agent_id=message.agent_id, run_id=message.run_id, tags=message.tags)
         if not scope.empty:
@@ -243,11 +254,29 @@ class ConversationService:
         extracted, calls = self._extract(spoken) if spoken else ([], 0)
         crash_point("flush:after_extraction")
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
-        chosen = self._clamp(concepts)
+        min_chars = self.settings.extraction.min_definition_chars
+        clamped = self._clamp(concepts)
+        chosen = keep_every_turn(
+            clamped,
+            spoken,
+            session_id=session_id,
+            first=first,
+            max_concepts=cfg.max_concepts,
+            acceptable=lambda c: rejection_reason(c, min_definition_chars=min_chars) is None,
+            min_words=cfg.episode_min_words,
+        )
         by_seq = {t.seq: t for t in spoken}
         fallback = min((t.provenance for t in spoken), key=BASE_TRUST.__getitem__, default=Provenance.agent_turn)
+        flushed_at = max((t.said_at for t in spoken if t.said_at is not None), default=None)
+        episode = episode_label(session_id, first)
         for concept in chosen:
-            concept.provenance = speaker_provenance(concept, by_seq, fallback)
+            # the episode holds several speakers' turns: it is vouched for as its least trusted one
+            concept.provenance = (
+                min((by_seq[s].provenance for s in concept.turns), key=BASE_TRUST.__getitem__, default=fallback)
+                if concept.label == episode
+                else speaker_provenance(concept, by_seq, fallback)
+            )
+            concept.said_at = said_at(concept, by_seq, flushed_at)
         source = SessionSource(
             session_id=session_id,
             message_from=first,
@@ -259,7 +288,8 @@ class ConversationService:
                 "extraction_calls": calls,
                 "extracted": len(extracted),
                 "deduplicated": deduplicated,
-                "clamped": len(concepts) - len(chosen),
+                "clamped": len(concepts) - len(clamped),
+                "episode_turns": sum(len(c.turns) for c in chosen if c.label == episode),
                 "by_provenance": _count_by(c.provenance.value for c in chosen if c.provenance),
             },
         )

@@ -20,6 +20,7 @@ from contextos.models import (
     Band,
     ContextRequest,
     ContextResult,
+    NearMiss,
     PriorVersion,
     ScoredMemory,
     SearchRequest,
@@ -30,7 +31,7 @@ from contextos.observability import logger, metrics
 from contextos.ports import ReadPort, SearchReads
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scopes import ScopeFilter
-from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence, rank
+from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence, calibrated_relevance, rank
 from contextos.services.cold import ColdStorage
 from contextos.store.history import HistoricalReads, PoolRequest
 from contextos.store.rows import PoolRow
@@ -93,15 +94,20 @@ class RetrievalService:
         pinned = self._candidates([r for r in rows if r["pinned"]], {}, pinned=True, min_trust=request.min_trust)
         rows = [r for r in rows if not r["pinned"]]
         pinned_ids = {c.id for c in pinned}
+        left_out: list[NearMiss] = []  # filled on a dry run only
+        missed = left_out if request.dry_run else None
         hot = self._candidates(
-            rows, found, min_trust=request.min_trust, historical=request.as_of is not None, cold=cold
+            rows, found, min_trust=request.min_trust, historical=request.as_of is not None, cold=cold, dropped=missed
         )
         candidates = [c for c in hot if c.id not in pinned_ids]
         pairs = self._same_subject(tenant_id, candidates, recipe)
         ranked = rank(candidates, cfg, recipe, intent, pairs, updates=_updates(candidates))
+        ranked = self._relevance_floor(ranked, request.min_relevance, missed)
         pinned_ranked = rank(pinned, cfg, recipe, intent)
         sources = _sources(pinned_ranked + ranked)
-        chosen = pinned_ranked + self._forgetting_budget(ranked, sources, request.max_memories or cfg.max_memories)
+        chosen = pinned_ranked + self._forgetting_budget(
+            ranked, sources, request.max_memories or cfg.max_memories, left_out=missed
+        )
         chosen, reactivated = self._reactivate(tenant_id, chosen, dry_run=request.dry_run)
         if self.cold is not None and request.as_of is not None:  # a look into the past lists close ones only
             reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=True)
@@ -114,7 +120,7 @@ class RetrievalService:
             cfg.l2_excerpts,
             {row["id"]: row["excerpt_stems"] for row in with_excerpts if row.get("excerpt_stems")},
         )
-        memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget)
+        memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget, left_out=missed)
         if request.include_history:
             memories = with_history(self.store, tenant_id, memories)
         text = assemble(request.query, memories, index, request.format)
@@ -139,7 +145,28 @@ class RetrievalService:
             memories=memories,
             index=index,
             reactivated=reactivated,
+            abstained=not any(self._floored(m.type, m.always_load) for m in memories),
+            left_out=_near_misses(left_out, cfg.near_misses_per_reason),
         )
+
+    def _floored(self, memory_type: str, always_load: bool) -> bool:
+        """Whether the relevance floor applies: not to always_load memories nor to rules (S6)."""
+        return not always_load and memory_type not in self.settings.retrieval.floor_exempt_types
+
+    def _relevance_floor(
+        self, ranked: list[Ranked], min_relevance: float | None, left_out: list[NearMiss] | None
+    ) -> list[Ranked]:
+        """The ranked candidates whose calibrated relevance clears the floor (the request's
+        ``min_relevance``, else the configured one), order kept; at 0 nothing is cut."""
+        floor = self.settings.retrieval.relevance_floor if min_relevance is None else min_relevance
+        kept = []
+        for r in ranked:
+            row = r.candidate.payload
+            if r.score.calibrated >= floor or not self._floored(row["type"], bool(row.get("always_load"))):
+                kept.append(r)
+            elif left_out is not None:
+                left_out.append(_near_miss(r, "relevance_floor"))
+        return kept
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResult:
         """Rank memories for a query with every score component; reads only (no reinforcement, no log)."""
@@ -255,6 +282,7 @@ class RetrievalService:
         for match in text_rows:  # BM25 relative to the query's best match: every recipe reads [0, 1]
             scores = found.setdefault(match["id"], {})
             scores["text"] = float(match["score"]) / top_score
+            scores["bm25"] = float(match["score"])
             if match.get("cold"):
                 scores["cold"] = 1.0  # a cold stub: `_cold_candidates` takes it out of the hot pool
         text_rows = [r for r in text_rows if not r.get("cold")]
@@ -303,12 +331,13 @@ class RetrievalService:
         min_trust: float | None = None,
         historical: bool = False,
         cold: list[Candidate] | None = None,
+        dropped: list[NearMiss] | None = None,
     ) -> list[Candidate]:
         """Bands (S5): strong always; fading, critical and forgotten ones only when they are among
         the query's best evidence (`among_best_evidence`: forgetting demotes). Pinned
         ``always_load`` memories are in context whatever their band; a historical read shows what
         was believed then, whatever its strength now. Composite trust (S7) for each, and
-        ``min_trust`` leaves out the rest."""
+        ``min_trust`` leaves out the rest. ``dropped`` (a dry run's) receives what the band filter cut."""
         cfg, decay, governance = self.settings.retrieval, self.settings.decay, self.settings.governance
         keep_all_bands = pinned or historical
         now = datetime.now(UTC)
@@ -336,14 +365,30 @@ class RetrievalService:
                     vector=vector,
                     text=methods.get("text", 0.0),
                     graph=min(methods.get("graph", 0.0) + methods.get("community", 0.0), 1.0),
-                    methods=set(methods) - {"community"},
+                    methods=set(methods) - {"community", "bm25"},
                     community=1.0 if "community" in methods else 0.0,
                     payload=row | {"band": band},
                     trust=trust,
+                    bm25=methods.get("bm25", 0.0),
                 )
             )
         out += [c for c in cold or [] if min_trust is None or c.trust >= min_trust]
-        return out if keep_all_bands else among_best_evidence(out, cfg)
+        if keep_all_bands:
+            return out
+        kept = among_best_evidence(out, cfg)
+        if dropped is not None and len(kept) < len(out):
+            ids = {c.id for c in kept}
+            dropped += [
+                NearMiss(
+                    id=c.id,
+                    label=c.payload["label"],
+                    relevance=calibrated_relevance(c.vector, c.bm25, cfg),
+                    reason="band",
+                )
+                for c in out
+                if c.id not in ids
+            ]
+        return kept
 
     def _cold_candidates(
         self,
@@ -358,6 +403,7 @@ class RetrievalService:
         when the cosine search did not already bring them)."""
         assert self.cold is not None
         text = {i: scores["text"] for i, scores in list(found.items()) if scores.get("cold")}
+        bm25 = {i: found[i].get("bm25", 0.0) for i in text}
         for i in text:
             del found[i]
         missing = [i for i in text if i not in {r["id"] for r in near}]
@@ -376,6 +422,7 @@ class RetrievalService:
                     access_count=row["access_count"],
                     vector=max(float(row["similarity"]), 0.0),
                     text=text.get(row["id"], 0.0),
+                    bm25=bm25.get(row["id"], 0.0),
                     methods=methods,
                     payload=row
                     | {"band": Band.forgotten, "definition": "", "sources": [], "excerpts": [], "cold": True},
@@ -410,16 +457,26 @@ class RetrievalService:
             kept.append(r)
         return kept, [reactivation for reactivation, _ in back]
 
-    def _forgetting_budget(self, ranked: list[Ranked], sources: dict, limit: int) -> list[Ranked]:
-        """At most ``limit`` memories, and no single source above its share of them (S6.5)."""
+    def _forgetting_budget(
+        self, ranked: list[Ranked], sources: dict, limit: int, *, left_out: list[NearMiss] | None = None
+    ) -> list[Ranked]:
+        """At most ``limit`` memories, and no single source above its share of them (S6.5).
+        ``left_out`` (a dry run's) receives the first ones past the limit and those the cap skipped."""
         cap = max(1, int(limit * self.settings.retrieval.max_share_per_source))
         per_source: dict[str, int] = {}
         chosen: list[Ranked] = []
-        for r in ranked:
+        for n, r in enumerate(ranked):
             if len(chosen) >= limit:
+                if left_out is not None:
+                    left_out += [
+                        _near_miss(x, "max_memories")
+                        for x in ranked[n : n + self.settings.retrieval.near_misses_per_reason]
+                    ]
                 break
             primary = (sources.get(r.candidate.id) or ["manual"])[0]
             if per_source.get(primary, 0) >= cap:
+                if left_out is not None:
+                    left_out.append(_near_miss(r, "source_cap"))
                 continue
             per_source[primary] = per_source.get(primary, 0) + 1
             chosen.append(r)
@@ -427,13 +484,16 @@ class RetrievalService:
 
     @staticmethod
     def _token_budget(
-        chosen: list[Ranked], sources: dict, excerpts: dict, budget: int
+        chosen: list[Ranked], sources: dict, excerpts: dict, budget: int, *, left_out: list[NearMiss] | None = None
     ) -> tuple[list[ScoredMemory], list[str], int]:
         """Tiers (S6.6): every chosen memory is first listed by label (L0); then, best first and
         while the budget lasts, they are raised to L2 (definition plus source excerpts) or L1
-        (definition). What is left stays in the final L0 index."""
+        (definition). What is left stays in the final L0 index; what does not fit even there is
+        ``left_out`` (a dry run's)."""
         l0 = [estimate_tokens(r.candidate.payload["label"]) + 2 for r in chosen]
         while chosen and sum(l0) > budget:
+            if left_out is not None:
+                left_out.append(_near_miss(chosen[-1], "token_budget"))
             chosen, l0 = chosen[:-1], l0[:-1]
         used = sum(l0)
         tiers: list[Tier] = []
@@ -469,6 +529,26 @@ def _updates(candidates: list[Candidate]) -> list[tuple[UUID, UUID]]:
     ]
 
 
+def _near_miss(r: Ranked, reason: str) -> NearMiss:
+    return NearMiss.model_validate(
+        {
+            "id": r.candidate.id,
+            "label": r.candidate.payload["label"],
+            "relevance": r.score.calibrated,
+            "score": r.score.relevance,
+            "reason": reason,
+        }
+    )
+
+
+def _near_misses(left_out: list[NearMiss], per_reason: int) -> list[NearMiss]:
+    """The best few left-out candidates of each reason (by calibrated relevance), reasons apart."""
+    by_reason: dict[str, list[NearMiss]] = {}
+    for miss in left_out:
+        by_reason.setdefault(miss.reason, []).append(miss)
+    return [m for misses in by_reason.values() for m in sorted(misses, key=lambda m: -m.relevance)[:per_reason]]
+
+
 def _sources(ranked: list[Ranked]) -> dict[UUID, list[str]]:
     """memory id → its distinct sources, as the candidate pool read them."""
     return {r.candidate.id: sorted(s for s in r.candidate.payload.get("sources") or [] if s) for r in ranked}
@@ -493,6 +573,7 @@ def _scored(r: Ranked, tier: Tier, sources: dict, excerpts: list[str] | None = N
             "score": r.score.fields(),
             "said_at": _said_at(row, sources.get(row["id"], [])),
             "history": [],
+            "relevance": r.score.calibrated,
         }
     )
 

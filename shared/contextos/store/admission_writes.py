@@ -115,18 +115,25 @@ class AdmissionWrites:
         return conn.execute(
             f"""
             INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
-                strength_anchor, decay_rate, strength, band, provenance, base_trust,
-                next_transition_at, initials, acronyms, decay_policy, decay_scale, decay_shape, source_text)
+                strength_anchor, strength_anchor_at, last_accessed_at, valid_from, decay_rate, strength, band,
+                provenance, base_trust, next_transition_at, initials, acronyms, decay_policy, decay_scale,
+                decay_shape, source_text)
             SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
-                   {initial}, i.decay_rate, {initial}, 'strong', i.provenance, i.base_trust,
-                   {next_transition(str(initial), "now()", "i.decay_rate", str(initial), d, **policy["sql"])},
+                   {initial}, COALESCE(i.said_at, now()), COALESCE(i.said_at, now()), COALESCE(i.said_at, now()),
+                   i.decay_rate, {initial}, 'strong', i.provenance, i.base_trust,
+                   {
+                next_transition(
+                    str(initial), "COALESCE(i.said_at, now())", "i.decay_rate", str(initial), d, **policy["sql"]
+                )
+            },
                    i.initials, COALESCE(string_to_array(NULLIF(i.acronyms, ''), ','), '{{}}'),
                    %(policy)s, %(scale)s, %(shape)s, left(i.source_text, {self.merge.source_text_chars})
             FROM unnest(%(keys)b::text[], %(labels)b::text[], %(defs)b::text[], %(types)b::text[],
                         %(imps)b::int[], %(rates)b::float8[], %(provs)b::text[],
-                        %(trusts)b::float8[], %(inits)b::text[], %(acrs)b::text[], %(srcs)b::text[])
+                        %(trusts)b::float8[], %(inits)b::text[], %(acrs)b::text[], %(srcs)b::text[],
+                        %(saids)s::timestamptz[])
                 AS i(norm_key, label, definition, type, importance, decay_rate, provenance,
-                     base_trust, initials, acronyms, source_text)
+                     base_trust, initials, acronyms, source_text, said_at)
             ON CONFLICT (tenant_id, norm_key) WHERE state = 'active' DO UPDATE SET
                 strength_anchor = {merged_strength},
                 strength_anchor_at = now(),
@@ -157,6 +164,8 @@ class AdmissionWrites:
                 "inits": [label_initials(c.label) for c in memories],
                 "acrs": [",".join(label_acronyms(c.label)) for c in memories],
                 "srcs": [(texts or {}).get(c.norm_key, "") for c in memories],
+                # when each was said (a conversation's imported turn): decay and validity start there
+                "saids": [c.said_at for c in memories],
                 **policy["params"],
                 **candidate_columns(memories),
             },

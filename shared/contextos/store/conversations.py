@@ -37,8 +37,18 @@ class ConversationStore:
         self.db = db
 
     # -- chat time -------------------------------------------------------------------------
-    def append(self, tenant_id: str, session_id: str, *, role: str, content: str, provenance: str) -> AppendedMessage:
+    def append(
+        self,
+        tenant_id: str,
+        session_id: str,
+        *,
+        role: str,
+        content: str,
+        provenance: str,
+        occurred_at: datetime | None = None,
+    ) -> AppendedMessage:
         """Buffer one message (creating the session on its first); never extracts anything.
+        ``occurred_at`` is when it was said, if not now (checked by the caller).
 
         Returns the message's seq and the session's counters. An ended session refuses it.
         """
@@ -58,8 +68,10 @@ class ConversationStore:
                        RETURNING s.message_count, s.flushed_through
                    ),
                    m AS (
-                       INSERT INTO messages (tenant_id, session_id, seq, role, content, provenance)
-                       SELECT %(tenant)s, %(session)s, s.message_count, %(role)s, %(content)s, %(provenance)s FROM s
+                       INSERT INTO messages (tenant_id, session_id, seq, role, content, provenance, occurred_at)
+                       SELECT %(tenant)s, %(session)s, s.message_count, %(role)s, %(content)s, %(provenance)s,
+                              %(occurred_at)s::timestamptz
+                       FROM s
                        RETURNING seq
                    )
                    SELECT m.seq, s.message_count, s.flushed_through FROM m, s""",
@@ -69,6 +81,7 @@ class ConversationStore:
                     "role": role,
                     "content": content,
                     "provenance": provenance,
+                    "occurred_at": occurred_at,
                 },
             ).fetchone()
         if row is None:
@@ -81,7 +94,7 @@ class ConversationStore:
             return []
         with self.db.tenant_tx(tenant_id) as conn:
             rows = conn.execute(
-                """SELECT seq, role, content, provenance FROM messages
+                """SELECT seq, role, content, provenance, COALESCE(occurred_at, created_at) AS said_at FROM messages
                    WHERE tenant_id = %s AND session_id = %s ORDER BY seq DESC LIMIT %s""",
                 [tenant_id, session_id, limit],
             ).fetchall()
@@ -226,7 +239,7 @@ class ConversationStore:
     def turns(self, tenant_id: str, session_id: str, message_from: int, message_to: int) -> list[TurnRow]:
         with self.db.tenant_tx(tenant_id) as conn:
             rows = conn.execute(
-                """SELECT seq, role, content, provenance FROM messages
+                """SELECT seq, role, content, provenance, COALESCE(occurred_at, created_at) AS said_at FROM messages
                    WHERE tenant_id = %s AND session_id = %s AND seq BETWEEN %s AND %s ORDER BY seq""",
                 [tenant_id, session_id, message_from, message_to],
             ).fetchall()

@@ -294,6 +294,7 @@ class TurnRow(TypedDict):
     role: str
     content: str
     provenance: str
+    said_at: datetime  # occurred_at, else when it was buffered
 
 
 class FlushRow(TypedDict):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -105,7 +105,7 @@ _PROSE_SECRET = re.compile(
     r"\b(password|passphrase|passcode|passwd|pwd|api[ _-]?key|secret(?: key)?|access token|auth token|token)"
     r"(?:\s+(?:for|of|to|on)\s+[\w .@/-]{1,40}?)?"
     r"\s*(?:\bis\b|\bwas\b|=|:|\bset to\b|\bchanged to\b|\bbecomes\b)\s*[\"'`]?"
-    r"(?P<value>[^\s\"'`]{6,128}?)[\"'`]?(?=[\s,;)]|[.!?](?:\s|$)|$)",
+    r"(?P<value>[^\s\"'`<]{6,128}?)[\"'`]?(?=[\s,;)<]|[.!?](?:\s|$)|$)",
     re.IGNORECASE,
 )
 _PLACEHOLDER_VALUE = re.compile(
@@ -226,7 +226,7 @@ def _keyword_secrets(text: str) -> Iterator[Finding]:
                 values.update(
                     s.secret_value for s in detector.analyze_line(filename=filename, line=line) if s.secret_value
                 )
-            for value in values:
+            for value in {re.split(r"</?[A-Za-z]", v, maxsplit=1)[0] for v in values}:  # HTML: a tag ends it
                 if not _strong(value):
                     continue
                 i = line.find(value)
@@ -328,6 +328,10 @@ def findings(text: str) -> list[Finding]:
     if not text:
         return []
     found = [*_secrets(text), *_cards(text), *_ibans(text), *_national_ids(text), *_emails(text), *_phones(text)]
+    return _resolved(text, found)
+
+
+def _resolved(text: str, found: list[Finding]) -> list[Finding]:
     # a placeholder already in the text is never redacted again
     kept = [f for f in found if not any(p.start() <= f.start < p.end() for p in PLACEHOLDER.finditer(text))]
     kept.sort(key=lambda f: (f.start, -(f.end - f.start), not f.kind.startswith("secret:")))
@@ -341,7 +345,37 @@ def findings(text: str) -> list[Finding]:
 
 def redact(text: str) -> Redaction:
     """The text with typed placeholders for every secret and personal datum, and counts by kind."""
-    spans = findings(text)
+    return _apply(text, findings(text))
+
+
+def redact_together(texts: Sequence[str]) -> list[Redaction]:
+    """The texts of one write (a label and its definition, a file's fields): a value found in one
+    is redacted wherever it appears in the others too — a password named in the definition and
+    repeated bare in the label has no keyword beside it there. A private key's body lines count
+    and a connection string's password count as values on their own."""
+    spans = [findings(t) for t in texts]
+    known: dict[str, str] = {}
+    for text, found in zip(texts, spans, strict=True):
+        for f in found:
+            value = text[f.start : f.end]
+            if f.kind == "secret:private_key":
+                lines = [line.strip() for line in value.splitlines()]
+            elif f.kind == "secret:connection_credentials":
+                lines = [value, value.partition(":")[2]]  # the password alone, too
+            else:
+                lines = [value]
+            known.update({v: f.kind for v in lines if len(v) >= 6 and not v.startswith("-----")})
+    if not known:
+        return [Redaction(t) for t in texts]
+    pattern = re.compile("|".join(re.escape(v) for v in sorted(known, key=len, reverse=True)))
+    out = []
+    for text, found in zip(texts, spans, strict=True):
+        repeated = [Finding(m.start(), m.end(), known[m.group(0)]) for m in pattern.finditer(text)]
+        out.append(_apply(text, _resolved(text, found + repeated)))
+    return out
+
+
+def _apply(text: str, spans: list[Finding]) -> Redaction:
     if not spans:
         return Redaction(text)
     parts: list[str] = []

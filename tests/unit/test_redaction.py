@@ -77,3 +77,21 @@ def test_a_label_never_keeps_a_placeholder():
     assert clean_label("[pii:email]") is None
     assert clean_label("secret:github_token]") is None
     assert clean_label("Release cadence") == "Release cadence"
+
+
+def test_a_password_in_html_markup_is_found_without_the_tags():
+    result = redact("<p>fact</p><p>password: NXMehuu835*vY</p></body></html>")
+    assert result.text == "<p>fact</p><p>password: [secret:password]</p></body></html>"
+
+
+def test_a_value_found_in_one_field_is_redacted_bare_in_the_others():
+    from contextos.redaction import redact_together
+
+    label, definition = redact_together(
+        ["Note Kx7mP2q!vAB and app", "DATABASE_URL=postgresql://app:Kx7mP2q!vAB@db.northwind.dev/orders"]
+    )
+    assert label.text == "Note [secret:connection_credentials] and app"
+    assert "Kx7mP2q" not in definition.text
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7xyzQWERTY\nabc\n-----END RSA PRIVATE KEY-----"
+    label, _ = redact_together(["Key line MIIEowIBAAKCAQEA7xyzQWERTY", f"deploy key:\n{key}"])
+    assert label.text == "Key line [secret:private_key]"

@@ -13,7 +13,7 @@ from uuid import UUID
 from contextos.errors import Forbidden, PermanentError
 from contextos.governance_models import PrivacySettings
 from contextos.observability import metrics
-from contextos.redaction import Redaction, RedactionPolicy, merge_counts, redact
+from contextos.redaction import Redaction, RedactionPolicy, merge_counts, redact_together
 
 HOLD_REASON = "contains_secret: held for review with the values masked"
 
@@ -98,7 +98,7 @@ class Firewall:
         """Redact every text; audit the counts when something was found; under ``reject`` raise
         ``ContainsSecret`` (``reject=False`` leaves that to the caller, e.g. a document that is
         recorded as failed rather than refused)."""
-        results: list[Redaction] = [redact(t) if t else Redaction(t or "") for t in texts]
+        results: list[Redaction] = redact_together([t or "" for t in texts])
         counts = merge_counts(*(r.counts for r in results))
         policy = self.policy(tenant_id) if counts else RedactionPolicy.redact
         screened = Screened([r.text for r in results], counts, policy)

@@ -99,6 +99,7 @@ _URL_PLACEHOLDER = re.compile(
     re.IGNORECASE,
 )
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_\-=.+/]*")
+_ASCII_QUOTES = str.maketrans("‘’‚‛“”„‟«»", '\'\'\'\'""""""')  # one for one: offsets hold
 _KEYWORD_HINT = re.compile(r"pass|pwd|secret|token|api.?key|auth|cred|private.?key", re.IGNORECASE)
 # Passwords said in prose: "the password for staging is Tr0ub4dor&3".
 _PROSE_SECRET = re.compile(
@@ -219,7 +220,8 @@ def _keyword_secrets(text: str) -> Iterator[Finding]:
     detector = _keyword_detector()
     offset = 0
     for raw in text.splitlines(keepends=True):
-        line = raw.rstrip("\r\n")
+        # PDF extraction and word processors give typographic quotes: the detector reads ASCII ones
+        line = raw.rstrip("\r\n").translate(_ASCII_QUOTES)
         if _KEYWORD_HINT.search(line) and not is_indirect_reference(line):
             values: set[str] = set()
             for filename in ("config.yaml", "code.py"):

@@ -46,7 +46,7 @@ def residue(s3, local_aws, caplog, needles=NEEDLES) -> list:
 
 
 def set_policy(tenant: str, policy: str) -> None:
-    status, body = call_api("PUT", "/v1/settings/privacy", tenant, {"redaction_policy": policy})
+    status, body = call_api("PATCH", "/v1/settings/privacy", tenant, {"redaction_policy": policy})
     assert status == 200 and body == {"redaction_policy": policy}, body
 
 
@@ -205,9 +205,9 @@ def test_hold_sends_what_carried_a_secret_to_review_masked(configured, tenant, s
 def test_the_policy_defaults_to_redact_and_only_a_user_may_change_it(configured, tenant):
     assert call_api("GET", "/v1/settings/privacy", tenant) == (200, {"redaction_policy": "redact"})
     status, body = call_api(
-        "PUT", "/v1/settings/privacy", tenant, {"redaction_policy": "reject"}, principal="agent", ceiling="agent_turn"
+        "PATCH", "/v1/settings/privacy", tenant, {"redaction_policy": "reject"}, principal="agent", ceiling="agent_turn"
     )
     assert status == 403, body
-    status, body = call_api("PUT", "/v1/settings/privacy", tenant, {"redaction_policy": "sometimes"})
+    status, body = call_api("PATCH", "/v1/settings/privacy", tenant, {"redaction_policy": "sometimes"})
     assert status in (400, 422) and "error" in body
     assert call_api("GET", "/v1/settings/privacy", tenant) == (200, {"redaction_policy": "redact"})

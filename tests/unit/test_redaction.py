@@ -95,3 +95,8 @@ def test_a_value_found_in_one_field_is_redacted_bare_in_the_others():
     key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7xyzQWERTY\nabc\n-----END RSA PRIVATE KEY-----"
     label, _ = redact_together(["Key line MIIEowIBAAKCAQEA7xyzQWERTY", f"deploy key:\n{key}"])
     assert label.text == "Key line [secret:private_key]"
+
+
+def test_a_config_password_between_typographic_quotes_is_found():
+    # what pypdf gives for a PDF's straight quotes
+    assert redact("smtp_password = ’GZDlerc630!At’").text == "smtp_password = ’[secret:password]’"

@@ -17,8 +17,8 @@ def get_privacy() -> PrivacySettings:
     return container.firewall().settings(current_principal(router).tenant_id)
 
 
-@router.put("/settings/privacy", summary="Set the tenant's redaction policy (user credentials only)")
+@router.patch("/settings/privacy", summary="Set the tenant's redaction policy (user credentials only)")
 @statuses(403)
-def put_privacy(body: PrivacySettings) -> PrivacySettings:
+def patch_privacy(body: PrivacySettings) -> PrivacySettings:
     principal = current_principal(router)
     return container.firewall().set_settings(principal.tenant_id, body, actor=principal.subject, kind=principal.kind)

@@ -46,11 +46,57 @@ from benchmarks.report import REPORTS, write_report
 
 PER_KIND = 20  # 19 kinds x 20 = 380 planted values
 TEAMS = [
-    "orion", "falcon", "kestrel", "juniper", "basalt", "cobalt", "heron", "lynx", "marten", "nimbus",
-    "onyx", "pollux", "quasar", "raven", "sable", "tundra", "umber", "vega", "willow", "xenon",
-    "yarrow", "zephyr", "argon", "birch", "cedar", "dune", "ember", "fjord", "garnet", "hazel",
-    "iris", "jasper", "krypton", "larch", "maple", "nova", "opal", "pike", "quill", "rowan",
-]  # fmt: skip
+    "orion",
+    "falcon",
+    "kestrel",
+    "juniper",
+    "basalt",
+    "cobalt",
+    "heron",
+    "lynx",
+    "marten",
+    "nimbus",
+    "onyx",
+    "pollux",
+    "quasar",
+    "raven",
+    "sable",
+    "tundra",
+    "umber",
+    "vega",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zephyr",
+    "argon",
+    "birch",
+    "cedar",
+    "dune",
+    "ember",
+    "fjord",
+    "garnet",
+    "hazel",
+    "iris",
+    "jasper",
+    "krypton",
+    "larch",
+    "maple",
+    "nova",
+    "opal",
+    "pike",
+    "quill",
+    "rowan",
+    "sorrel",
+    "thistle",
+    "ursa",
+    "vireo",
+    "wren",
+    "alder",
+    "bramble",
+    "cypress",
+    "dahlia",
+    "elm",
+]  # fmt: skip  (one per fact: a name said twice with two days is an update, not two facts)
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
@@ -175,7 +221,7 @@ def planted_run(tmp: Path) -> dict:
     rng.shuffle(values)
     plan = Plan(values=values)
     stream = iter(values)
-    teams = iter(TEAMS * 4)
+    teams = iter(TEAMS)
 
     def take(n: int, way_in: str) -> list[Planted]:
         out = [next(stream) for _ in range(n)]
@@ -287,6 +333,7 @@ def planted_run(tmp: Path) -> dict:
         "facts_kept": sum(kept),
         "facts_kept_rate": round(sum(kept) / len(kept), 4),
         "facts_kept_by_way_in": {k: f"{sum(v)}/{len(v)}" for k, v in sorted(facts_by_way_in.items())},
+        "facts_missed": [f.question for f, ok in zip(plan.facts, kept, strict=True) if not ok],
         "documents": len(documents),
         "documents_not_done": [d["error"] for d in documents if d["status"] != "done"],
         "document_redaction_counts": dict(sorted(redacted_by_documents.items())),

@@ -211,3 +211,25 @@ def test_the_policy_defaults_to_redact_and_only_a_user_may_change_it(configured,
     status, body = call_api("PATCH", "/v1/settings/privacy", tenant, {"redaction_policy": "sometimes"})
     assert status in (400, 422) and "error" in body
     assert call_api("GET", "/v1/settings/privacy", tenant) == (200, {"redaction_policy": "redact"})
+
+
+def test_hold_sends_a_documents_and_a_flushes_memories_to_review_masked(
+    configured, tenant, sqs, s3, local_aws, drain_ingest_queue, caplog
+):
+    set_policy(tenant, "hold")
+    status, accepted = call_api("POST", "/v1/documents", tenant, {"text": DOCUMENT, "filename": "runbook.md"})
+    assert status == 202, accepted
+    run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn)
+    _, document = call_api("GET", f"/v1/documents/{accepted['id']}", tenant)
+    assert document["status"] == "done", document["error"]
+    _, memories = call_api("GET", "/v1/memories", tenant)
+    assert memories["memories"] == []  # nothing admitted: all of it waits for a person
+    _, review = call_api("GET", "/v1/review", tenant)
+    assert review["items"] and all("contains_secret" in item["reason"] for item in review["items"])
+    for text in (f"Our deploys use {AWS.sentence}", "Releases happen every Tuesday after the change review."):
+        call_api("POST", "/v1/sessions/held/messages", tenant, {"role": "user", "content": text})
+    call_api("POST", "/v1/sessions/held/end", tenant)
+    run_queue(sqs, local_aws.conversation_queue_url, local_aws.conversation_queue_arn, "conversation")
+    _, memories = call_api("GET", "/v1/memories", tenant)
+    assert memories["memories"] == []
+    assert residue(s3, local_aws, caplog) == []

@@ -39,7 +39,7 @@ from contextos.ports import IngestPort
 from contextos.redaction import RedactionPolicy, merge_counts, redact
 from contextos.scopes import Scope
 from contextos.services.admission import Admission, AdmissionResult, PreparedAdmission
-from contextos.services.firewall import Firewall, secret_reason
+from contextos.services.firewall import HOLD_REASON, Firewall, secret_reason
 from contextos.sources import DocumentSource
 from contextos.store.document_scopes import scope_document, scope_document_memories
 from contextos.store.privacy import PrivacyStore
@@ -352,9 +352,9 @@ class IngestionService:
         )
         if screened.found:
             self._drop_raw_objects(claimed)
-        return self.admission.prepare(
-            tenant_id, concepts, source, source_text=parsed.text, hold_reason=screened.hold_reason
-        )
+        # ``hold`` counts what was redacted at submission too (a text body is redacted before its row)
+        hold = HOLD_REASON if redactions and self._firewall.policy(tenant_id) is RedactionPolicy.hold else None
+        return self.admission.prepare(tenant_id, concepts, source, source_text=parsed.text, hold_reason=hold)
 
     def _drop_raw_objects(self, claimed: ClaimedDocument) -> None:
         """The file as sent (a raw source object, an upload) still holds what was redacted: its

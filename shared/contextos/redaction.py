@@ -317,8 +317,9 @@ def _phones(text: str) -> Iterator[Finding]:
     for window in _PHONE_WINDOW.finditer(text):
         if len(re.sub(r"\D", "", window.group(0))) < 10:
             continue
-        offset = max(0, window.start() - 1)
-        part = text[offset : window.end() + 1]
+        # with some text either side: the matcher rejects a number that runs into letters
+        offset = max(0, window.start() - 24)
+        part = text[offset : window.end() + 24]
         for match in phonenumbers.PhoneNumberMatcher(part, "US", leniency=phonenumbers.Leniency.VALID):
             raw = match.raw_string
             digits = re.sub(r"\D", "", raw)

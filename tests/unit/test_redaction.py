@@ -51,6 +51,7 @@ def test_the_fact_around_a_secret_stays_readable():
         "the number 4111111111111112 fails its checksum",
         "port 5432, pid 123456789, inode 9876543210",
         "[secret:aws_access_key] and [pii:email] are placeholders already",
+        "00000000  4d 49 4d 45 2d 4d 61 67  69 63 00 0a 5b 35 30 3a  |MIME-Magic..[50:|",
     ],
 )
 def test_benign_shapes_are_not_redacted(benign):

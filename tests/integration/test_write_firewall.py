@@ -233,3 +233,15 @@ def test_hold_sends_a_documents_and_a_flushes_memories_to_review_masked(
     _, memories = call_api("GET", "/v1/memories", tenant)
     assert memories["memories"] == []
     assert residue(s3, local_aws, caplog) == []
+
+
+def test_reject_fails_a_dropped_file_and_deletes_it(configured, tenant, sqs, s3, local_aws, drain_ingest_queue, caplog):
+    set_policy(tenant, "reject")
+    key = f"uploads/{tenant}/notes.md"
+    s3.put_object(Bucket=local_aws.upload_bucket, Key=key, Body=DOCUMENT.encode())
+    run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn)
+    _, listed = call_api("GET", "/v1/documents", tenant)
+    [document] = listed["documents"]
+    assert document["status"] == "failed" and document["error"].startswith("contains_secret"), document
+    assert s3.list_objects_v2(Bucket=local_aws.upload_bucket, Prefix=key).get("KeyCount") == 0
+    assert residue(s3, local_aws, caplog) == []

@@ -39,7 +39,7 @@ from contextos.ports import IngestPort
 from contextos.redaction import RedactionPolicy, merge_counts, redact
 from contextos.scopes import Scope
 from contextos.services.admission import Admission, AdmissionResult, PreparedAdmission
-from contextos.services.firewall import HOLD_REASON, Firewall, secret_reason
+from contextos.services.firewall import HOLD_REASON, ContainsSecret, Firewall, secret_reason
 from contextos.sources import DocumentSource
 from contextos.store.document_scopes import scope_document, scope_document_memories
 from contextos.store.privacy import PrivacyStore
@@ -328,7 +328,13 @@ class IngestionService:
         """S4 steps 1-6 and the trust gate: the document ready for the store."""
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
         crash_point("ingest:after_parse")
-        screened = self._firewall.screen(tenant_id, [parsed.text], what="document", document_id=document_id)
+        screened = self._firewall.screen(
+            tenant_id, [parsed.text], what="document", document_id=document_id, reject=False
+        )
+        if screened.found:
+            self._drop_raw_objects(claimed)  # refused or redacted, the file as sent goes
+            if screened.policy is RedactionPolicy.reject:
+                raise ContainsSecret(secret_reason(screened.counts))
         parsed = parsed.model_copy(update={"text": screened.texts[0]}) if screened.found else parsed
         redactions = merge_counts((claimed.get("counts") or {}).get("redactions") or {}, screened.counts)
         extracted, calls = self._extract(parsed.text, parsed.domain)
@@ -350,8 +356,6 @@ class IngestionService:
             raw_text=raw_text,
             raw_s3_key=raw_key,
         )
-        if screened.found:
-            self._drop_raw_objects(claimed)
         # ``hold`` counts what was redacted at submission too (a text body is redacted before its row)
         hold = HOLD_REASON if redactions and self._firewall.policy(tenant_id) is RedactionPolicy.hold else None
         return self.admission.prepare(tenant_id, concepts, source, source_text=parsed.text, hold_reason=hold)

@@ -277,6 +277,13 @@ def reports():  # -> ReportService
     )
 
 
+def firewall():  # -> Firewall
+    from contextos.services.firewall import Firewall
+    from contextos.store.privacy import PrivacyStore
+
+    return Firewall(PrivacyStore(database()))
+
+
 @lru_cache(maxsize=1)
 def governance():  # -> GovernanceService
     from contextos.services.governance import GovernanceService

@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field
 
 from contextos.modelbase import BaseModel
 from contextos.models import MemoryCandidate, MemoryType, Provenance, StoreResult
+from contextos.redaction import RedactionPolicy
 from contextos.scopes import Scope
 
 
@@ -152,3 +153,13 @@ class ChainReport(BaseModel):
     ok: bool
     head_seq: int | None = None
     problems: list[ChainProblem] = Field(default_factory=list)
+
+
+class PrivacySettings(BaseModel):
+    """A tenant's write-firewall policy (S7): ``redact`` (the default) stores typed placeholders,
+    ``hold`` also sends what carried a secret to the review queue, ``reject`` refuses it with
+    ``contains_secret``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    redaction_policy: RedactionPolicy = RedactionPolicy.redact

@@ -60,6 +60,7 @@ class DocumentPort(Protocol):
         source_s3_key: str | None = None,
         upload_s3_key: str | None = None,
         metadata: dict[str, Any] | None = None,
+        counts: dict[str, Any] | None = None,
     ) -> tuple[DocumentRecord, bool]: ...
 
     def get_document(self, tenant_id: str, document_id: UUID) -> DocumentRecord: ...

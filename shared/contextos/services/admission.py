@@ -20,10 +20,28 @@ from contextos.governance_models import HeldCandidate
 from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
 from contextos.normalization import norm_key
 from contextos.ports import AdmissionPort
+from contextos.redaction import clean_label
 from contextos.scopes import Scope
 from contextos.services.governance import TrustGate
 from contextos.sources import ConceptSource, DocumentSource
 from contextos.store.admission import DocumentAdmission
+
+
+def unplaceholdered(concepts: Sequence[Concept]) -> list[Concept]:
+    """A memory is never labelled with a redaction placeholder (S7): such a label loses the
+    placeholder, and a concept with nothing else to its name is dropped. Related names follow."""
+    out = []
+    for c in concepts:
+        label = clean_label(c.label)
+        if label is None:
+            continue
+        related = [r for r in (clean_label(r) for r in c.related) if r]
+        out.append(
+            c
+            if label == c.label and related == c.related
+            else c.model_copy(update={"label": label, "related": related})
+        )
+    return out
 
 
 def _source_ids(source: ConceptSource) -> tuple:
@@ -57,27 +75,42 @@ class Admission:
     embedder: Embedder
 
     def admit(
-        self, tenant_id: str, concepts: Sequence[Concept], source: ConceptSource, *, source_text: str | None = None
+        self,
+        tenant_id: str,
+        concepts: Sequence[Concept],
+        source: ConceptSource,
+        *,
+        source_text: str | None = None,
+        hold_reason: str | None = None,
     ) -> AdmissionResult:
         """Validate, embed, pass the trust gate (S7) and store ``concepts`` from ``source`` in one
         transaction; held candidates go to the review queue in that same transaction, nowhere else."""
-        prepared = self.prepare(tenant_id, concepts, source, source_text=source_text)
+        prepared = self.prepare(tenant_id, concepts, source, source_text=source_text, hold_reason=hold_reason)
         return self.store_prepared(tenant_id, prepared)
 
     def prepare(
-        self, tenant_id: str, concepts: Sequence[Concept], source: ConceptSource, *, source_text: str | None = None
+        self,
+        tenant_id: str,
+        concepts: Sequence[Concept],
+        source: ConceptSource,
+        *,
+        source_text: str | None = None,
+        hold_reason: str | None = None,
     ) -> PreparedAdmission:
         """Everything before the store's transaction. A concept's own ``provenance`` (a
         conversation's speaker) wins over the source's. The validation counts join the source's
         counts, which the store records with the outcome. ``source_text`` (the document or
         transcript) is what the trust gate reads each candidate's content signals against."""
         cfg = self.settings.extraction
+        concepts = unplaceholdered(concepts)
         report = validate(
             concepts, min_definition_chars=cfg.min_definition_chars, generic_modifiers=cfg.generic_modifiers
         )
         owner = self.store.source_owner(tenant_id, *_source_ids(source))  # S11: whose memories these become
         candidates, held = TrustGate(self.settings).split(
-            self.candidates(report.accepted, source.provenance, owner=owner), source_text=source_text
+            self.candidates(report.accepted, source.provenance, owner=owner),
+            source_text=source_text,
+            hold_reason=hold_reason,
         )
         counts = source.counts | {
             "accepted": len(report.accepted),

@@ -44,11 +44,14 @@ from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Provenance
 from contextos.normalization import estimate_tokens
 from contextos.observability import logger, metrics
+from contextos.redaction import PLACEHOLDER, RedactionPolicy
 from contextos.scopes import Scope
 from contextos.services.admission import Admission
+from contextos.services.firewall import HOLD_REASON, Firewall
 from contextos.services.ingestion import deduplicate
 from contextos.sources import SessionSource
 from contextos.store.conversations import ConversationStore
+from contextos.store.privacy import PrivacyStore
 from contextos.store.rows import FlushRow
 from contextos.store.scopes import inherit_session_scope, set_session_scope
 
@@ -72,6 +75,14 @@ class ConversationService:
     extractor: Callable[[], ConceptExtractor] | None = None
     admission: Callable[[], Admission] | None = None
 
+    firewall: Firewall | None = None
+
+    @property
+    def _firewall(self) -> Firewall:
+        if self.firewall is None:
+            self.firewall = Firewall(PrivacyStore(self.store.db))
+        return self.firewall
+
     # -- chat time -------------------------------------------------------------------------
     def append(self, tenant_id: str, ceiling: Provenance, session_id: str, message: MessageCreate) -> MessageAppended:
         """Buffer one turn (one statement); crossing the size threshold claims and sends a flush."""
@@ -84,11 +95,13 @@ class ConversationService:
         provenance = message_provenance(message.role, message.provenance, ceiling)
         if message.occurred_at is not None:
             check_occurred_at(message.occurred_at, cfg.occurred_at_skew_s, cfg.occurred_at_max_age_days)
+        # The write firewall before the turn buffer (S7): under ``reject`` this refuses the turn.
+        screened = self._firewall.screen(tenant_id, [message.content], what="turn", session_id=session_id)
         row = self.store.append(
             tenant_id,
             session_id,
             role=message.role.value,
-            content=message.content,
+            content=screened.texts[0],
             provenance=provenance.value,
             occurred_at=message.occurred_at,
         )
@@ -293,7 +306,10 @@ class ConversationService:
                 "by_provenance": _count_by(c.provenance.value for c in chosen if c.provenance),
             },
         )
-        result = self.admission().admit(tenant_id, chosen, source).stored
+        # Under ``hold``, what a flush drew from a redacted turn waits in the review queue.
+        redacted = any(PLACEHOLDER.search(t.content) for t in spoken)
+        hold = HOLD_REASON if redacted and self._firewall.policy(tenant_id) is RedactionPolicy.hold else None
+        result = self.admission().admit(tenant_id, chosen, source, hold_reason=hold).stored
         with self.store.db.tenant_tx(tenant_id) as conn:
             inherit_session_scope(conn, tenant_id, source.session_id)
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)

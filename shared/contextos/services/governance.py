@@ -34,7 +34,10 @@ from contextos.models import MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.observability import metrics
 from contextos.ports import AdmissionPort
+from contextos.redaction import PLACEHOLDER, clean_label, redact
+from contextos.services.firewall import Firewall
 from contextos.store.governance import GovernanceStore
+from contextos.store.privacy import PrivacyStore
 from contextos.store.promotion import Promotion
 from contextos.trust import candidate_signals, cap_provenance, gate_trust
 
@@ -49,7 +52,11 @@ class TrustGate:
     settings: Settings
 
     def split(
-        self, candidates: Sequence[MemoryCandidate], *, source_text: str | None = None
+        self,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        source_text: str | None = None,
+        hold_reason: str | None = None,
     ) -> tuple[list[MemoryCandidate], list[HeldCandidate]]:
         """(admitted, held). A candidate's gate trust is its base trust, less the injection penalty
         scaled by its content signal: its own text, and the source sentences it was drawn from or
@@ -63,6 +70,9 @@ class TrustGate:
         held: list[HeldCandidate] = []
         for c, signal in zip(candidates, signals, strict=True):
             trust = gate_trust(c.base_trust, list(signal.names), cfg, strength=signal.strength)
+            if hold_reason:  # the tenant's firewall policy holds what carried a secret (masked)
+                held.append(HeldCandidate(candidate=c, trust=trust, reason=hold_reason, signals=["contains_secret"]))
+                continue
             if trust >= cfg.trust_threshold:
                 admitted.append(c)
                 continue
@@ -72,6 +82,14 @@ class TrustGate:
         if held:
             metrics.add_metric(name="CandidatesHeld", unit="Count", value=len(held))
         return admitted, held
+
+
+def firewall_label(label: str, definition: str) -> str:
+    """A redacted manual label without its placeholders, or the definition's first words."""
+    cleaned = clean_label(label) or clean_label(" ".join(PLACEHOLDER.sub(" ", definition).split()[:6]))
+    if cleaned is None:
+        raise BadRequest("the label and definition are only secrets or personal data; nothing is left to remember")
+    return cleaned
 
 
 def require_user(kind: str) -> None:
@@ -111,9 +129,16 @@ class GovernanceService:
     def create_memory(
         self, tenant_id: str, request: MemoryCreate, *, actor: str, ceiling: Provenance
     ) -> MemoryAdmission:
-        """A memory written by hand goes through the same gates as everything else."""
+        """A memory written by hand goes through the same gates as everything else, the write
+        firewall first (REST and MCP ``save_memory`` both come here)."""
         cfg = self.settings
         provenance = cap_provenance(request.provenance or ceiling, ceiling, cfg.governance)
+        screened = Firewall(PrivacyStore(self.store.db)).screen(
+            tenant_id, [request.label, request.definition], what="memory", actor=actor
+        )
+        if screened.found:
+            label, definition = screened.texts
+            request = request.model_copy(update={"label": firewall_label(label, definition), "definition": definition})
         modifiers = cfg.extraction.generic_modifiers
         key = norm_key(request.label, modifiers)
         if not key:
@@ -131,7 +156,7 @@ class GovernanceService:
             provenance=provenance,
             base_trust=cfg.governance.trust_of(provenance),
         )
-        admitted, held = self.trust_gate.split([candidate])
+        admitted, held = self.trust_gate.split([candidate], hold_reason=screened.hold_reason)
         done = self.store.admit_batch(
             tenant_id, admitted, None, embedder_id=self.embedder.model_id, held=held, actor=actor, scope=scope
         )
@@ -192,6 +217,7 @@ class GovernanceService:
         """A user vouches for a held candidate: it then runs the normal admission path (merges and
         the contradiction gate), in the same transaction as the decision and its audit row."""
         require_user(kind)
+        reason = redact(reason).text  # a decision's reason is audit text: no secret gets in there either
         done = self.store.admit_batch(
             tenant_id,
             [],
@@ -210,6 +236,7 @@ class GovernanceService:
     def reject(self, tenant_id: str, review_id: UUID, *, actor: str, kind: str, reason: str) -> ReviewOutcome:
         """Discard a held candidate for good: it never becomes a memory."""
         require_user(kind)
+        reason = redact(reason).text
         if self.governance.decide_alone(tenant_id, review_id, status="rejected", actor=actor, reason=reason) is None:
             self._not_pending(tenant_id, review_id)
         metrics.add_metric(name="CandidatesRejected", unit="Count", value=1)

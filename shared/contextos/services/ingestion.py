@@ -29,16 +29,20 @@ from contextos.models import (
     DocumentCreate,
     DocumentJob,
     DocumentRecord,
+    DocumentStatus,
     Provenance,
 )
 from contextos.normalization import estimate_tokens, norm_key
 from contextos.observability import logger, metrics
 from contextos.parsing import content_hash, pack_sections, parse_document, safe_filename, split_sections
 from contextos.ports import IngestPort
+from contextos.redaction import RedactionPolicy, merge_counts, redact
 from contextos.scopes import Scope
 from contextos.services.admission import Admission, AdmissionResult, PreparedAdmission
+from contextos.services.firewall import HOLD_REASON, ContainsSecret, Firewall, secret_reason
 from contextos.sources import DocumentSource
 from contextos.store.document_scopes import scope_document, scope_document_memories
+from contextos.store.privacy import PrivacyStore
 from contextos.store.rows import ClaimedDocument
 from contextos.tenancy import valid_tenant
 from contextos.workspace.format import has_frontmatter
@@ -49,6 +53,7 @@ MAX_ATTEMPTS = 3
 class BlobStore(Protocol):
     def put(self, bucket: str, key: str, data: bytes, *, content_type: str = ...) -> None: ...
     def get(self, bucket: str, key: str, *, max_bytes: int | None = None) -> bytes: ...
+    def delete(self, bucket: str, key: str) -> None: ...
 
 
 @dataclass
@@ -62,6 +67,14 @@ class IngestionService:
     # A frontmatter markdown file is a workspace memory (S10): (tenant, key, name, bytes) → its
     # document, or None when the file is an ordinary document.
     workspace_upload: Callable[[str, str, str, bytes], DocumentRecord | None] | None = None
+    # The write firewall (S7); built on the store's database when not given.
+    firewall: Firewall | None = None
+
+    @property
+    def _firewall(self) -> Firewall:
+        if self.firewall is None:
+            self.firewall = Firewall(PrivacyStore(self.store.db))
+        return self.firewall
 
     # -- the way in through the API -----------------------------------------------------------
     def submit(self, tenant_id: str, request: DocumentCreate) -> DocumentAccepted:
@@ -71,10 +84,20 @@ class IngestionService:
             raise BadRequest("the document is empty")
         if len(data) > self.settings.max_document_bytes:
             raise PayloadTooLarge(f"the document is {len(data)} bytes; the limit is {self.settings.max_document_bytes}")
-        digest = content_hash(data)
+        digest = content_hash(data)  # of what was sent: the same text sent again is the same document
+        text, counts = request.text, {}
+        if text is not None:
+            # A text is redacted before it is stored anywhere (row, raw object); a binary file
+            # is parsed and redacted by the worker, which then deletes its raw object.
+            screened = self._firewall.screen(tenant_id, [text], what="document", reject=False)
+            if screened.found:
+                if screened.policy is RedactionPolicy.reject:
+                    return self._refuse_secret(tenant_id, request, digest, screened.counts)
+                text, counts = screened.texts[0], {"redactions": screened.counts}
+                data = text.encode("utf-8")
         inline_text, source_key = None, None
-        if request.text is not None and len(data) <= self.settings.inline_text_max_bytes:
-            inline_text = request.text
+        if text is not None and len(data) <= self.settings.inline_text_max_bytes:
+            inline_text = text
         else:
             source_key = f"{self.settings.raw_prefix}{tenant_id}/{digest}/source"
             self.blobs.put(self.settings.raw_bucket_name, source_key, data)
@@ -88,6 +111,7 @@ class IngestionService:
             raw_text=inline_text,
             source_s3_key=source_key,
             metadata=request.metadata,
+            counts=counts,
         )
         scope = Scope(user_id=request.user_id, agent_id=request.agent_id, run_id=request.run_id, tags=request.tags)
         if created and not scope.empty:
@@ -96,6 +120,24 @@ class IngestionService:
             self.queue.send(DocumentJob(tenant_id=tenant_id, document_id=record.id).model_dump(mode="json"))
         metrics.add_metric(name="DocumentsSubmitted", unit="Count", value=1)
         return DocumentAccepted(id=record.id, status=record.status, duplicate=not created)
+
+    def _refuse_secret(
+        self, tenant_id: str, request: DocumentCreate, digest: str, counts: dict[str, int]
+    ) -> DocumentAccepted:
+        """Under ``reject``: the document is recorded as failed with ``contains_secret`` and no text."""
+        record, created = self.store.create_document(
+            tenant_id,
+            content_hash=digest,
+            filename=safe_filename(request.filename),
+            content_type=request.content_type,
+            provenance=request.provenance.value,
+            size_bytes=0,
+            metadata=request.metadata,
+        )
+        if created:
+            self.store.fail_document(tenant_id, record.id, secret_reason(counts), {"redactions": counts})
+        status = DocumentStatus.failed if created else record.status
+        return DocumentAccepted(id=record.id, status=status, duplicate=not created)
 
     def get(self, tenant_id: str, document_id: UUID) -> DocumentRecord:
         return self.store.get_document(tenant_id, document_id)
@@ -147,6 +189,8 @@ class IngestionService:
         if self.workspace_upload and name.lower().endswith((".md", ".markdown")) and has_frontmatter(data):
             record = self.workspace_upload(tenant_id, key, name, data)
             if record is not None:
+                if redact(data.decode("utf-8", errors="replace")).found:
+                    self.blobs.delete(bucket, key)  # its memory keeps the redacted text; the file goes
                 return record
         record, _ = self.store.create_document(
             tenant_id,
@@ -284,6 +328,15 @@ class IngestionService:
         """S4 steps 1-6 and the trust gate: the document ready for the store."""
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
         crash_point("ingest:after_parse")
+        screened = self._firewall.screen(
+            tenant_id, [parsed.text], what="document", document_id=document_id, reject=False
+        )
+        if screened.found:
+            self._drop_raw_objects(claimed)  # refused or redacted, the file as sent goes
+            if screened.policy is RedactionPolicy.reject:
+                raise ContainsSecret(secret_reason(screened.counts))
+        parsed = parsed.model_copy(update={"text": screened.texts[0]}) if screened.found else parsed
+        redactions = merge_counts((claimed.get("counts") or {}).get("redactions") or {}, screened.counts)
         extracted, calls = self._extract(parsed.text, parsed.domain)
         crash_point("ingest:after_extraction")
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
@@ -298,11 +351,22 @@ class IngestionService:
                 "extracted": len(extracted),
                 "deduplicated": deduplicated,
                 "tokens_estimated": estimate_tokens(parsed.text),
-            },
+            }
+            | ({"redactions": redactions} if redactions else {}),
             raw_text=raw_text,
             raw_s3_key=raw_key,
         )
-        return self.admission.prepare(tenant_id, concepts, source, source_text=parsed.text)
+        # ``hold`` counts what was redacted at submission too (a text body is redacted before its row)
+        hold = HOLD_REASON if redactions and self._firewall.policy(tenant_id) is RedactionPolicy.hold else None
+        return self.admission.prepare(tenant_id, concepts, source, source_text=parsed.text, hold_reason=hold)
+
+    def _drop_raw_objects(self, claimed: ClaimedDocument) -> None:
+        """The file as sent (a raw source object, an upload) still holds what was redacted: its
+        parsed, redacted text is kept instead, so the raw object goes."""
+        if claimed["source_s3_key"]:
+            self.blobs.delete(self.settings.raw_bucket_name, claimed["source_s3_key"])
+        if claimed["upload_s3_key"]:
+            self.blobs.delete(self.settings.upload_bucket, claimed["upload_s3_key"])
 
     def _admitted(self, job: DocumentJob, admitted: AdmissionResult) -> None:
         """After a document's admission: its memories take its scope; the metrics."""

@@ -42,10 +42,13 @@ from contextos.models import DocumentMemories, MemoryDetail, MemorySource, Memor
 from contextos.normalization import acronyms, initials, norm_key
 from contextos.ports import MemoryReadPort
 from contextos.scopes import Scope, ScopeFilter
+from contextos.services.firewall import Firewall
 from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expunge
+from contextos.services.governance import firewall_label
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore
+from contextos.store.privacy import PrivacyStore
 from contextos.store.rows import LockedMemory
 
 if TYPE_CHECKING:
@@ -135,6 +138,15 @@ class MemoryService:
         changes = patch.changes()
         if not changes:
             raise BadRequest("nothing to change: give at least one field")
+        if "label" in changes or "definition" in changes:  # an edit is a way in too (S7)
+            fields = [f for f in ("label", "definition") if f in changes]
+            screened = Firewall(PrivacyStore(self.store.db)).screen(
+                tenant_id, [changes[f] for f in fields], what="memory edit", actor=actor
+            )
+            if screened.found:
+                changes |= dict(zip(fields, screened.texts, strict=True))
+                if "label" in changes:
+                    changes["label"] = firewall_label(changes["label"], changes.get("definition", ""))
         with self._management.transaction(tenant_id) as conn:
             current = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
         label = changes.get("label", current["label"])

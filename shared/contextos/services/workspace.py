@@ -29,10 +29,13 @@ from contextos.observability import logger, metrics
 from contextos.parsing import content_hash as bytes_hash
 from contextos.parsing import safe_filename
 from contextos.ports import WorkspaceStorePort
-from contextos.services.governance import TrustGate
+from contextos.redaction import RedactionPolicy
+from contextos.services.firewall import Firewall, secret_reason
+from contextos.services.governance import TrustGate, firewall_label
 from contextos.store.contradictions import close_superseded, link
 from contextos.store.governance import GovernanceStore
 from contextos.store.management import ManagementStore
+from contextos.store.privacy import PrivacyStore
 from contextos.store.workspace import NewItem, NewMemory, WorkspaceStore
 from contextos.trust import cap_provenance
 from contextos.workspace.format import Limits, WorkspaceFileError, content_hash, name_files, parse_file, render_file
@@ -157,6 +160,7 @@ class _Plan:
     memory: WorkspaceMemory | None = None
     provenance: Provenance = Provenance.user_upload
     key: str = ""
+    hold_reason: str | None = None  # the firewall's ``hold`` policy: to review, masked
 
 
 def _id_of(plan: _Plan) -> UUID:
@@ -174,6 +178,32 @@ class WorkspaceService:
     submit_document: Callable[[str, DocumentCreate], DocumentAccepted] | None = None
     limits: Limits = field(default_factory=Limits)
     page_size: int = 500
+    firewall: Firewall | None = None
+
+    @property
+    def _firewall(self) -> Firewall:
+        if self.firewall is None:
+            self.firewall = Firewall(PrivacyStore(self.store.db))
+        return self.firewall
+
+    def _screen(self, tenant_id: str, plan: _Plan, memory: WorkspaceMemory, actor: str) -> WorkspaceMemory | None:
+        """The write firewall on a workspace file's texts (label, body, source labels and excerpts);
+        None when the tenant rejects it (the file's report says ``contains_secret``)."""
+        texts = [memory.l0, memory.l1, *(t for src in memory.sources for t in (src.label, src.excerpt))]
+        screened = self._firewall.screen(tenant_id, texts, what="workspace file", actor=actor, reject=False)
+        if not screened.found:
+            return memory
+        if screened.policy is RedactionPolicy.reject:
+            plan.report.code, plan.report.reason = "contains_secret", secret_reason(screened.counts, "workspace file")
+            return None
+        plan.hold_reason = screened.hold_reason
+        l0, l1, *rest = screened.texts
+        sources = [
+            src.model_copy(update={"label": rest[2 * i], "excerpt": rest[2 * i + 1]})
+            for i, src in enumerate(memory.sources)
+        ]
+        # the file's own content hash no longer matches: it is imported as an edited file
+        return memory.model_copy(update={"l0": firewall_label(l0, l1), "l1": l1, "sources": sources})
 
     @property
     def embedder(self) -> Embedder:
@@ -296,6 +326,10 @@ class WorkspaceService:
             if memory is None:
                 documents.append((plan, data))
                 continue
+            screened = self._screen(tenant_id, plan, memory, actor)
+            if screened is None:
+                continue
+            memory = screened
             if memory.id is not None and memory.id in seen_ids:
                 plan.report.code, plan.report.reason = "duplicate_id", "another file in this import has this id"
                 continue
@@ -380,13 +414,18 @@ class WorkspaceService:
                 return
             vectors = self.embedder.embed([f"{p.memory.l0}: {p.memory.l1}" for p in creates])  # type: ignore[union-attr]
             candidates = [self._candidate(p, v) for p, v in zip(creates, vectors, strict=True)]
-            admitted, held = TrustGate(cfg).split(candidates)
+            gate = TrustGate(cfg)
+            admitted, held = gate.split([c for p, c in zip(creates, candidates, strict=True) if not p.hold_reason])
+            for p, c in zip(creates, candidates, strict=True):
+                if p.hold_reason:
+                    held += gate.split([c], hold_reason=p.hold_reason)[1]
             plan_of = {id(c): p for p, c in zip(creates, candidates, strict=True)}
             held_plans = [plan_of[id(h.candidate)] for h in held]
             review_ids = GovernanceStore.hold(conn, tenant_id, held, actor=actor)
             for plan, review_id in zip(held_plans, review_ids, strict=True):
                 plan.report.status, plan.report.code = "held", "held_for_review"
-                plan.report.reason = f"below the trust threshold: review item {review_id}"
+                why = "it carried a secret (masked)" if plan.hold_reason else "below the trust threshold"
+                plan.report.reason = f"{why}: review item {review_id}"
             admitted_ids = {id(c) for c in admitted}
             going = [(p, v) for p, v, c in zip(creates, vectors, candidates, strict=True) if id(c) in admitted_ids]
             for plan, _ in going:

@@ -38,14 +38,15 @@ class DocumentStore:
         source_s3_key: str | None = None,
         upload_s3_key: str | None = None,
         metadata: dict[str, Any] | None = None,
+        counts: dict[str, Any] | None = None,
     ) -> tuple[DocumentRecord, bool]:
         """Insert a queued document, or return the tenant's existing one with the same content."""
         with self.db.tenant_tx(tenant_id) as conn:
             conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
             row = conn.execute(
                 f"""INSERT INTO documents (tenant_id, content_hash, filename, content_type, provenance,
-                        size_bytes, raw_text, source_s3_key, upload_s3_key, metadata)
-                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                        size_bytes, raw_text, source_s3_key, upload_s3_key, metadata, counts)
+                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                     ON CONFLICT (tenant_id, content_hash) DO NOTHING
                     RETURNING {DOCUMENT_COLUMNS}""",
                 [
@@ -59,6 +60,7 @@ class DocumentStore:
                     source_s3_key,
                     upload_s3_key,
                     Jsonb(metadata or {}),
+                    Jsonb(counts or {}),
                 ],
             ).fetchone()
             if row:
@@ -91,7 +93,7 @@ class DocumentStore:
                      AND (status = 'queued'
                           OR (status = 'processing' AND updated_at < now() - make_interval(secs => %s)))
                    RETURNING id, filename, content_type, provenance, raw_text, source_s3_key, upload_s3_key,
-                             attempts""",
+                             attempts, counts""",
                 [tenant_id, document_id, stale_after_s],
             ).fetchone()
         return row_of(ClaimedDocument, claimed)

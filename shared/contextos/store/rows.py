@@ -38,6 +38,7 @@ class ClaimedDocument(TypedDict):
     source_s3_key: str | None
     upload_s3_key: str | None
     attempts: int
+    counts: dict  # what the way in already recorded (the firewall's counts of a submitted text)
 
 
 class DocumentMemory(TypedDict):

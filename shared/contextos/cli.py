@@ -195,8 +195,17 @@ def cmd_keys(args: argparse.Namespace) -> int:
     if args.action == "revoke":
         return cmd_keys_revoke(args)
 
+    from contextos.access import KeyScope
+
+    scope = KeyScope(user_id=args.scope_user_id, agent_id=args.scope_agent_id, tags=tuple(args.scope_tag or ()))
+    verbs = [v for part in args.verbs.split(",") for v in [part.strip()] if v] if args.verbs is not None else None
     key = container.keys().create(
-        args.tenant, args.name, principal=args.principal, provenance_ceiling=Provenance(args.ceiling)
+        args.tenant,
+        args.name,
+        principal=args.principal,
+        provenance_ceiling=Provenance(args.ceiling),
+        verbs=verbs,
+        scope=scope,
     )
     print(key)
     return 0
@@ -284,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--name", help="the key's name (create, revoke)")
     keys.add_argument("--principal", choices=["agent", "user"], default="agent")
     keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
+    keys.add_argument("--verbs", help="comma-separated verbs this key may use (default: its principal's; README)")
+    keys.add_argument("--scope-user-id", help="confine the key to this user_id (writes carry it, reads see only it)")
+    keys.add_argument("--scope-agent-id", help="confine the key to this agent_id")
+    keys.add_argument("--scope-tag", action="append", help="confine the key to memories with this tag (repeatable)")
     keys.set_defaults(func=cmd_keys)
 
     audit = sub.add_parser("audit", help="the audit log")

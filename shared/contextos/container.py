@@ -163,7 +163,9 @@ def ingestion():  # -> IngestionService
         queue=SqsQueue(aws_client("sqs"), settings.ingest_queue_url),
         extractor=extractor(),
         embedder=embedder(),
-        workspace_upload=lambda tenant, key, name, data: workspace().ingest_upload(tenant, key, name, data),
+        workspace_upload=lambda tenant, key, name, data, ceiling: workspace().ingest_upload(
+            tenant, key, name, data, ceiling=ceiling
+        ),
     )
 
 
@@ -355,4 +357,4 @@ def uploads():  # -> UploadService
     from contextos.adapters import S3BlobStore
     from contextos.services.uploads import UploadService
 
-    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")))
+    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")), tickets=memory_store())

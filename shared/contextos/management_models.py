@@ -148,6 +148,10 @@ class UploadTicket(BaseModel):
     url: str
     method: Literal["PUT"] = "PUT"
     key: str
+    document_id: UUID = Field(
+        description="The document the upload becomes (GET /v1/documents/{id}); an already-ingested content "
+        "answers with its existing document instead."
+    )
     headers: dict[str, str] = Field(default_factory=dict)
     expires_at: datetime
 

@@ -211,6 +211,20 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_erase(args: argparse.Namespace) -> int:
+    """``erase user ID`` / ``erase tenant --confirm T`` through the API (the key needs ``erase``)."""
+    target = _Target(args)
+    try:
+        if args.what == "user":
+            status, body = target.client.call("POST", "/v1/erasure/user", {"user_id": args.id})
+        else:
+            status, body = target.client.call("POST", "/v1/erasure/tenant", {"confirm": args.confirm or ""})
+    finally:
+        target.close()
+    print(json.dumps(body, indent=2), file=sys.stderr if status >= 400 else sys.stdout)
+    return 1 if status >= 400 else 0
+
+
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     """Recompute every tenant's audit hash chain; exit 1 when any entry was edited, deleted,
     re-ordered or inserted."""
@@ -298,6 +312,13 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--scope-agent-id", help="confine the key to this agent_id")
     keys.add_argument("--scope-tag", action="append", help="confine the key to memories with this tag (repeatable)")
     keys.set_defaults(func=cmd_keys)
+
+    erase = sub.add_parser("erase", help="erase a user scope or the whole tenant (cannot be undone)")
+    erase.add_argument("what", choices=["user", "tenant"])
+    erase.add_argument("id", nargs="?", help="the user_id to erase (erase user)")
+    erase.add_argument("--confirm", help="erase tenant: repeat the tenant id")
+    api_flags(erase)
+    erase.set_defaults(func=cmd_erase)
 
     audit = sub.add_parser("audit", help="the audit log")
     audit_sub = audit.add_subparsers(dest="action", required=True)

@@ -314,6 +314,7 @@ def reset() -> None:
         governance,
         workspace,
         uploads,
+        erasure,
         contradiction_gate,
         documents,
         admission_store,
@@ -350,6 +351,15 @@ def workspace():  # -> WorkspaceService
         embedders=embedder,
         submit_document=lambda tenant, request: ingestion().submit(tenant, request),
     )
+
+
+@lru_cache(maxsize=1)
+def erasure():  # -> ErasureService
+    from contextos.adapters import S3BlobStore
+    from contextos.services.erasure import ErasureService
+    from contextos.store.erasure import ErasureStore
+
+    return ErasureService(settings=get_settings(), store=ErasureStore(database()), blobs=S3BlobStore(aws_client("s3")))
 
 
 @lru_cache(maxsize=1)

@@ -177,3 +177,27 @@ class MemoryGraph(BaseModel):
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     truncated: bool = False
+
+
+class ErasureRequest(BaseModel):
+    """``POST /v1/erasure/user``: the user scope to erase."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, max_length=200)
+
+
+class TenantErasureRequest(BaseModel):
+    """``POST /v1/erasure/tenant``: ``confirm`` repeats the caller's tenant id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    confirm: str = Field(min_length=1, max_length=200)
+
+
+class ErasureReport(BaseModel):
+    """What an erasure removed (rows by table; S3 objects) — the audit chain holds a tombstone per row."""
+
+    scope: Literal["user", "tenant"]
+    counts: dict[str, int]
+    objects_deleted: int

@@ -26,3 +26,6 @@ CREATE POLICY tenant_isolation ON upload_tickets
     USING (tenant_id = current_setting('app.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
 GRANT SELECT, INSERT, UPDATE, DELETE ON upload_tickets TO contextos_app;
+
+-- Erasing a tenant removes its keys (names and hashes included), not only revokes them.
+GRANT DELETE ON api_keys TO contextos_app;

@@ -199,14 +199,20 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
     scope = KeyScope(user_id=args.scope_user_id, agent_id=args.scope_agent_id, tags=tuple(args.scope_tag or ()))
     verbs = [v for part in args.verbs.split(",") for v in [part.strip()] if v] if args.verbs is not None else None
-    key = container.keys().create(
-        args.tenant,
-        args.name,
-        principal=args.principal,
-        provenance_ceiling=Provenance(args.ceiling),
-        verbs=verbs,
-        scope=scope,
-    )
+    from contextos.errors import BadRequest
+
+    try:
+        key = container.keys().create(
+            args.tenant,
+            args.name,
+            principal=args.principal,
+            provenance_ceiling=Provenance(args.ceiling),
+            verbs=verbs,
+            scope=scope,
+        )
+    except BadRequest as exc:
+        print(exc.message, file=sys.stderr)
+        return 2
     print(key)
     return 0
 

@@ -59,8 +59,7 @@ SECURITY_SCHEMES = {
     "apiKey": {
         "type": "http",
         "scheme": "bearer",
-        "description": "An agent or user API key (`ctx_…`) as `Authorization: Bearer <key>` on /v1 paths. "
-        + _permissions(),
+        "description": "An agent or user API key (`ctx_…`) as `Authorization: Bearer <key>` on /v1 paths.",
     },
     "apiKeyHeader": {
         "type": "apiKey",
@@ -111,7 +110,9 @@ def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
     error = error_schema()
     schemas.update(error.pop("$defs", {}))
     schemas["ErrorResponse"] = error
-    doc["components"]["securitySchemes"] = SECURITY_SCHEMES
+    doc["components"]["securitySchemes"] = deepcopy(SECURITY_SCHEMES)
+    # Built here, not at import: the matrix's module imports the models, which a cold start defers.
+    doc["components"]["securitySchemes"]["apiKey"]["description"] += " " + _permissions()
     doc["security"] = SECURITY
     doc["servers"] = SERVERS
     declared = {(r.method.lower(), r.openapi_path): getattr(r.func, _STATUSES_ATTR, ()) for r in _routes(app)}

@@ -201,19 +201,26 @@ def test_partial_headers_are_closed_after_the_header_timeout_while_others_are_se
         conn.close()
     for _, said in outcomes:
         assert status_of(said) == 408 and json_body(said)["error"]["code"] == "request_timeout"
-    assert time.monotonic() - opened < HEADER_TIMEOUT_S + 2.0  # closed by the deadline, not held open
+    assert time.monotonic() - opened < HEADER_TIMEOUT_S + 3.0  # closed by the deadline, not held open
     assert min(elapsed for elapsed, _ in outcomes) > 0  # they were held until the deadline, not refused
 
 
 def test_a_keep_alive_connection_that_stalls_in_its_next_request_head_is_closed_too(stack):
     conn = socket.create_connection(address(stack), timeout=HEADER_TIMEOUT_S * 4)
     conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + key_header() + b"\r\n")
-    first = conn.recv(65536)
+    first = b""
+    while b"\r\n\r\n" not in first or len(first.partition(b"\r\n\r\n")[2]) < int(
+        next(
+            (ln.split(b":")[1] for ln in first.split(b"\r\n") if ln.lower().startswith(b"content-length:")),
+            b"0",
+        )
+    ):
+        first += conn.recv(65536)  # the whole first response, however the kernel splits it
     assert status_of(first) == 200
     conn.sendall(b"GET /v1/health HTTP/1.1\r\nHo")
     elapsed, said = closed_after(conn)
     conn.close()
-    assert status_of(said) == 408 and elapsed < HEADER_TIMEOUT_S + 2.0
+    assert status_of(said) == 408 and elapsed < HEADER_TIMEOUT_S + 3.0
 
 
 def test_connections_past_the_limit_get_a_503_in_our_shape_and_the_front_recovers(stack):

@@ -28,6 +28,9 @@ class Access(StrEnum):
     RAW_DELETE = "raw-delete"  # forgetting a document deletes its raw text
     COLD_READ = "cold-read"
     COLD_WRITE = "cold-write"
+    # Erasure (S3): delete and list a tenant's objects in the upload, raw and cold buckets, and
+    # rewrite a cold object without the erased members.
+    ERASE = "erase"
     BEDROCK_EMBED = "bedrock-embed"
     BEDROCK_TEXT = "bedrock-text"  # extractor and judge (Converse)
 
@@ -66,6 +69,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
                 A.UPLOAD_WRITE,  # presigned upload URLs
                 A.RAW_READ,  # L2 excerpts come from raw text (S6.6)
                 A.RAW_DELETE,  # DELETE /documents forgets the raw text too
+                A.ERASE,  # /erasure: a user scope's or a tenant's objects in every bucket
                 A.COLD_READ,  # cold matches are reactivated on the read path (S5)
                 A.BEDROCK_EMBED,  # query embeddings
                 A.BEDROCK_TEXT,  # manual memory creation runs the contradiction judge (S7)

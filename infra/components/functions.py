@@ -239,6 +239,24 @@ class Functions(Construct):
                     need_kms("s3", "kms:Decrypt")
                 if "s3:PutObject" in actions:
                     need_kms("s3", "kms:GenerateDataKey", "kms:Decrypt")
+        if Access.ERASE in access:
+            erased = ((d.upload_bucket, UPLOAD_PREFIX), (d.raw_bucket, RAW_PREFIX), (d.cold_bucket, ""))
+            statements.append(
+                iam.PolicyStatement(
+                    actions=["s3:DeleteObject"], resources=sorted({objects(b, p) for b, p in erased}, key=str)
+                )
+            )
+            statements.append(
+                iam.PolicyStatement(
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[objects(d.cold_bucket, "")]
+                )
+            )
+            statements.append(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"], resources=sorted({b.bucket_arn for b, _ in erased}, key=str)
+                )
+            )
+            need_kms("s3", "kms:GenerateDataKey", "kms:Decrypt")
         models = []
         if Access.BEDROCK_EMBED in access:
             models.append(d.embedding_model_id)
@@ -286,9 +304,13 @@ class Functions(Construct):
             Access.COLD_WRITE: (d.cold_bucket, ""),
         }
         seen: set[str] = set()
-        for capability, (bucket, prefix) in prefixed.items():
-            if capability not in spec.access:
-                continue
+        wanted = [(c, bp) for c, bp in prefixed.items() if c in spec.access]
+        if Access.ERASE in spec.access:
+            wanted += [
+                (Access.ERASE, bp)
+                for bp in ((d.upload_bucket, UPLOAD_PREFIX), (d.raw_bucket, RAW_PREFIX), (d.cold_bucket, ""))
+            ]
+        for _capability, (bucket, prefix) in wanted:
             finding = flatten_reference(stack.resolve(bucket.arn_for_objects(f"{prefix}*")))
             if finding in seen:
                 continue

@@ -62,6 +62,19 @@ class S3BlobStore:
         except (ClientError, BotoCoreError) as exc:
             raise TransientError(f"could not delete s3://{bucket}/{key}") from exc
 
+    def delete_prefix(self, bucket: str, prefix: str) -> int:
+        """Remove every object under ``prefix`` (a page of up to 1,000 per request); how many."""
+        deleted = 0
+        try:
+            for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+                keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+                if keys:
+                    self._client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+                    deleted += len(keys)
+        except (ClientError, BotoCoreError) as exc:
+            raise TransientError(f"could not delete s3://{bucket}/{prefix}*") from exc
+        return deleted
+
     def presigned_put(self, bucket: str, key: str, *, content_type: str | None, expires_s: int) -> str:
         """A URL that lets its holder PUT this one object until it expires (signed locally, no call)."""
         params = {"Bucket": bucket, "Key": key} | ({"ContentType": content_type} if content_type else {})

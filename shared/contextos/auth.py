@@ -59,6 +59,12 @@ def authorize_request(keys: KeyService, event: APIGatewayAuthorizerRequestEvent)
             "principal": identity.principal,
             "key_name": identity.name,
             "provenance_ceiling": identity.provenance_ceiling,
+            # Authorizer context values are strings: the verbs comma-joined ("" = the defaults).
+            "verbs": ",".join(identity.verbs) if identity.verbs is not None else "",
+            "verbs_set": "1" if identity.verbs is not None else "",
+            "scope_user_id": identity.scope_user_id or "",
+            "scope_agent_id": identity.scope_agent_id or "",
+            "scope_tags": ",".join(identity.scope_tags),
         },
     )
     response.allow_all_routes()

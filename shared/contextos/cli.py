@@ -195,11 +195,40 @@ def cmd_keys(args: argparse.Namespace) -> int:
     if args.action == "revoke":
         return cmd_keys_revoke(args)
 
-    key = container.keys().create(
-        args.tenant, args.name, principal=args.principal, provenance_ceiling=Provenance(args.ceiling)
-    )
+    from contextos.access import KeyScope
+
+    scope = KeyScope(user_id=args.scope_user_id, agent_id=args.scope_agent_id, tags=tuple(args.scope_tag or ()))
+    verbs = [v for part in args.verbs.split(",") for v in [part.strip()] if v] if args.verbs is not None else None
+    from contextos.errors import BadRequest
+
+    try:
+        key = container.keys().create(
+            args.tenant,
+            args.name,
+            principal=args.principal,
+            provenance_ceiling=Provenance(args.ceiling),
+            verbs=verbs,
+            scope=scope,
+        )
+    except BadRequest as exc:
+        print(exc.message, file=sys.stderr)
+        return 2
     print(key)
     return 0
+
+
+def cmd_erase(args: argparse.Namespace) -> int:
+    """``erase user ID`` / ``erase tenant --confirm T`` through the API (the key needs ``erase``)."""
+    target = _Target(args)
+    try:
+        if args.what == "user":
+            status, body = target.client.call("POST", "/v1/erasure/user", {"user_id": args.id})
+        else:
+            status, body = target.client.call("POST", "/v1/erasure/tenant", {"confirm": args.confirm or ""})
+    finally:
+        target.close()
+    print(json.dumps(body, indent=2), file=sys.stderr if status >= 400 else sys.stdout)
+    return 1 if status >= 400 else 0
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
@@ -284,7 +313,18 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--name", help="the key's name (create, revoke)")
     keys.add_argument("--principal", choices=["agent", "user"], default="agent")
     keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
+    keys.add_argument("--verbs", help="comma-separated verbs this key may use (default: its principal's; README)")
+    keys.add_argument("--scope-user-id", help="confine the key to this user_id (writes carry it, reads see only it)")
+    keys.add_argument("--scope-agent-id", help="confine the key to this agent_id")
+    keys.add_argument("--scope-tag", action="append", help="confine the key to memories with this tag (repeatable)")
     keys.set_defaults(func=cmd_keys)
+
+    erase = sub.add_parser("erase", help="erase a user scope or the whole tenant (cannot be undone)")
+    erase.add_argument("what", choices=["user", "tenant"])
+    erase.add_argument("id", nargs="?", help="the user_id to erase (erase user)")
+    erase.add_argument("--confirm", help="erase tenant: repeat the tenant id")
+    api_flags(erase)
+    erase.set_defaults(func=cmd_erase)
 
     audit = sub.add_parser("audit", help="the audit log")
     audit_sub = audit.add_subparsers(dest="action", required=True)

@@ -123,8 +123,13 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
     for row in container.keys().list(args.tenant):
         state = "revoked" if row["revoked_at"] else "live"
+        verbs = ",".join(row["verbs"]) if row["verbs"] is not None else "default verbs"
+        scope = " ".join(
+            f"{k}={v}" for k, v in (("user", row["scope_user_id"]), ("agent", row["scope_agent_id"])) if v
+        ) + "".join(f" tag={t}" for t in row["scope_tags"])
         print(
-            f"{row['tenant_id']}  {row['name']}  {row['principal']}/{row['provenance_ceiling']}  "
+            f"{row['tenant_id']}  {row['name']}  {row['principal']}/{row['provenance_ceiling']}  {verbs}"
+            f"{'  ' + scope.strip() if scope.strip() else ''}  "
             f"{row['key_hash_prefix']}…  {row['created_at']:%Y-%m-%d}  {state}"
         )
     return 0

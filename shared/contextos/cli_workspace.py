@@ -146,7 +146,7 @@ def register(
     imp = sub.add_parser("import", help="create or update memories from a workspace folder")
     imp.add_argument("dir")
     imp.add_argument("--unlock", action="append", help="a protected memory id this import may change (repeatable)")
-    imp.add_argument("--restore", action="store_true", help="keep ids another tenant holds (copy a workspace)")
+    imp.add_argument("--restore", action="store_true", help="accepted for older scripts: imports keep their ids")
     api_flags(imp)
     imp.set_defaults(func=lambda a: cmd_import(a, target_of))
 

@@ -493,6 +493,7 @@ class LocalServerSettings(BaseModel):
     backlog: int = 2048  # the kernel's accept queue: 50 clients connecting at once never overflow it
     limit_concurrency: int = 512  # beyond this uvicorn answers 503 instead of queueing without bound
     timeout_keep_alive_s: int = 5
+    header_timeout_s: float = 5.0  # a request head not complete this long after it began gets 408
     body_timeout_s: float = 15.0  # a body slower than this (or shorter than its Content-Length) gets 408
     max_body_bytes: int = 25 * 1024 * 1024  # above API Gateway's 10 MB, so the API's own limit answers
     handler_threads: int = 16

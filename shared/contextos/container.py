@@ -163,7 +163,9 @@ def ingestion():  # -> IngestionService
         queue=SqsQueue(aws_client("sqs"), settings.ingest_queue_url),
         extractor=extractor(),
         embedder=embedder(),
-        workspace_upload=lambda tenant, key, name, data: workspace().ingest_upload(tenant, key, name, data),
+        workspace_upload=lambda tenant, key, name, data, ceiling: workspace().ingest_upload(
+            tenant, key, name, data, ceiling=ceiling
+        ),
     )
 
 
@@ -319,6 +321,7 @@ def reset() -> None:
         governance,
         workspace,
         uploads,
+        erasure,
         contradiction_gate,
         documents,
         admission_store,
@@ -358,8 +361,17 @@ def workspace():  # -> WorkspaceService
 
 
 @lru_cache(maxsize=1)
+def erasure():  # -> ErasureService
+    from contextos.adapters import S3BlobStore
+    from contextos.services.erasure import ErasureService
+    from contextos.store.erasure import ErasureStore
+
+    return ErasureService(settings=get_settings(), store=ErasureStore(database()), blobs=S3BlobStore(aws_client("s3")))
+
+
+@lru_cache(maxsize=1)
 def uploads():  # -> UploadService
     from contextos.adapters import S3BlobStore
     from contextos.services.uploads import UploadService
 
-    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")))
+    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")), tickets=memory_store())

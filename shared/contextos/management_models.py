@@ -148,6 +148,10 @@ class UploadTicket(BaseModel):
     url: str
     method: Literal["PUT"] = "PUT"
     key: str
+    document_id: UUID = Field(
+        description="The document the upload becomes (GET /v1/documents/{id}); an already-ingested content "
+        "answers with its existing document instead."
+    )
     headers: dict[str, str] = Field(default_factory=dict)
     expires_at: datetime
 
@@ -173,3 +177,27 @@ class MemoryGraph(BaseModel):
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     truncated: bool = False
+
+
+class ErasureRequest(BaseModel):
+    """``POST /v1/erasure/user``: the user scope to erase."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, max_length=200)
+
+
+class TenantErasureRequest(BaseModel):
+    """``POST /v1/erasure/tenant``: ``confirm`` repeats the caller's tenant id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    confirm: str = Field(min_length=1, max_length=200)
+
+
+class ErasureReport(BaseModel):
+    """What an erasure removed (rows by table; S3 objects) — the audit chain holds a tombstone per row."""
+
+    scope: Literal["user", "tenant"]
+    counts: dict[str, int]
+    objects_deleted: int

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         MemorySourceRow,
         PoolRow,
         TextHit,
+        UploadTicketRow,
         VectorHit,
     )
     from contextos.store.text_search import BM25Params
@@ -61,7 +62,14 @@ class DocumentPort(Protocol):
         upload_s3_key: str | None = None,
         metadata: dict[str, Any] | None = None,
         counts: dict[str, Any] | None = None,
+        document_id: UUID | None = None,
     ) -> tuple[DocumentRecord, bool]: ...
+
+    def add_upload_ticket(
+        self, tenant_id: str, object_key: str, document_id: UUID, provenance: str, scope: Scope
+    ) -> None: ...
+
+    def upload_ticket(self, tenant_id: str, object_key: str) -> UploadTicketRow | None: ...
 
     def get_document(self, tenant_id: str, document_id: UUID) -> DocumentRecord: ...
 

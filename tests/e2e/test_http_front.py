@@ -14,6 +14,8 @@ import pytest
 from contextos import container
 
 BODY_TIMEOUT_S = 2.0
+HEADER_TIMEOUT_S = 1.5
+CONNECTION_LIMIT = 80
 MAX_BODY_BYTES = 64 * 1024
 CONSOLE_ORIGIN = "http://127.0.0.1:9999"
 
@@ -57,6 +59,8 @@ def stack(tmp_path_factory, database_url):
             "CONTEXTOS_COLD_BUCKET": "front-cold",
             "CONTEXTOS_LOCAL_QUEUE_PREFIX": "front",
             "CONTEXTOS_LOCAL_SERVER__BODY_TIMEOUT_S": str(BODY_TIMEOUT_S),
+            "CONTEXTOS_LOCAL_SERVER__HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
+            "CONTEXTOS_LOCAL_SERVER__LIMIT_CONCURRENCY": str(CONNECTION_LIMIT),
             "CONTEXTOS_LOCAL_SERVER__MAX_BODY_BYTES": str(MAX_BODY_BYTES),
             "CONTEXTOS_LOCAL_SERVER__CORS_ORIGINS": json.dumps([CONSOLE_ORIGIN]),
         }
@@ -164,7 +168,77 @@ def test_a_stalled_client_does_not_hold_up_anyone_else(stack):
 def test_a_non_numeric_content_length_gets_a_400_answer_not_a_dropped_connection(stack, length):
     raw = raw_exchange(stack, b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n{}")
     assert raw, "the connection was dropped without an answer"
-    assert status_of(raw) == 400
+    assert status_of(raw) == 400 and json_body(raw)["error"]["code"] == "bad_request"  # our shape
+
+
+def stall_in_headers(stack) -> socket.socket:
+    """A connection that sends part of a request head and then nothing."""
+    conn = socket.create_connection(address(stack), timeout=HEADER_TIMEOUT_S * 4)
+    conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Half: ")
+    return conn
+
+
+def closed_after(conn: socket.socket) -> tuple[float, bytes]:
+    """Seconds until the server closed the connection, and what it said before closing."""
+    started, chunks = time.monotonic(), []
+    while chunk := conn.recv(65536):
+        chunks.append(chunk)
+    return time.monotonic() - started, b"".join(chunks)
+
+
+def test_partial_headers_are_closed_after_the_header_timeout_while_others_are_served(stack):
+    assert request(stack, "GET", "/v1/health")[0] == 200  # warm
+    stalled = [stall_in_headers(stack) for _ in range(20)]
+    opened = time.monotonic()
+    # Meanwhile everyone else is answered, promptly.
+    for _ in range(5):
+        started = time.monotonic()
+        assert request(stack, "GET", "/v1/health")[0] == 200
+        assert time.monotonic() - started < HEADER_TIMEOUT_S
+    with ThreadPoolExecutor(len(stalled)) as pool:
+        outcomes = list(pool.map(closed_after, stalled))
+    for conn in stalled:
+        conn.close()
+    for _, said in outcomes:
+        assert status_of(said) == 408 and json_body(said)["error"]["code"] == "request_timeout"
+    assert time.monotonic() - opened < HEADER_TIMEOUT_S + 3.0  # closed by the deadline, not held open
+    assert min(elapsed for elapsed, _ in outcomes) > 0  # they were held until the deadline, not refused
+
+
+def test_a_keep_alive_connection_that_stalls_in_its_next_request_head_is_closed_too(stack):
+    conn = socket.create_connection(address(stack), timeout=HEADER_TIMEOUT_S * 4)
+    conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + key_header() + b"\r\n")
+    first = b""
+    while b"\r\n\r\n" not in first or len(first.partition(b"\r\n\r\n")[2]) < int(
+        next(
+            (ln.split(b":")[1] for ln in first.split(b"\r\n") if ln.lower().startswith(b"content-length:")),
+            b"0",
+        )
+    ):
+        first += conn.recv(65536)  # the whole first response, however the kernel splits it
+    assert status_of(first) == 200
+    conn.sendall(b"GET /v1/health HTTP/1.1\r\nHo")
+    elapsed, said = closed_after(conn)
+    conn.close()
+    assert status_of(said) == 408 and elapsed < HEADER_TIMEOUT_S + 3.0
+
+
+def test_connections_past_the_limit_get_a_503_in_our_shape_and_the_front_recovers(stack):
+    stalled = [stall_in_headers(stack) for _ in range(CONNECTION_LIMIT + 5)]
+    refused = []
+    for conn in stalled[CONNECTION_LIMIT:]:
+        conn.settimeout(1.0)
+        try:
+            said = conn.recv(65536)
+        except TimeoutError:
+            said = b""
+        refused.append(said)
+    assert any(said and status_of(said) == 503 for said in refused), refused
+    assert all(json_body(said)["error"]["code"] == "overloaded" for said in refused if said)
+    time.sleep(HEADER_TIMEOUT_S + 1.0)  # the stalled ones are closed by their deadline
+    for conn in stalled:
+        conn.close()
+    assert request(stack, "GET", "/v1/health")[0] == 200
 
 
 def test_a_body_over_the_limit_is_refused_with_413_before_it_is_read(stack):

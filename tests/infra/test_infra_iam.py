@@ -85,6 +85,17 @@ def test_bucket_rights_are_limited_to_their_prefixes(synth: Synth) -> None:
         assert not {a for a in actions_of(synth, name) if a.startswith("s3:")}, name
 
 
+def test_only_the_api_may_erase_objects_and_list_buckets(synth: Synth) -> None:
+    """Erasure (S3) deletes a tenant's objects in every bucket, and lists them by prefix."""
+    deletes = resources_for(synth, "api", "s3:DeleteObject")
+    assert "StorageUpload" in deletes and "StorageCold" in deletes and "/uploads/*" in deletes
+    assert "StorageCold" in resources_for(synth, "api", "s3:PutObject")  # a cold object rewritten without them
+    assert "s3:ListBucket" in actions_of(synth, "api")
+    for spec in FUNCTIONS:
+        if spec.name != "api":
+            assert "s3:ListBucket" not in actions_of(synth, spec.name), spec.name
+
+
 def test_bedrock_is_invoked_only_on_the_configured_models(synth: Synth) -> None:
     for spec in FUNCTIONS:
         uses_bedrock = bool(spec.access & {Access.BEDROCK_EMBED, Access.BEDROCK_TEXT})

@@ -233,7 +233,6 @@ def test_hostile_files_each_fail_alone_with_a_reason(configured, tenant):
         "bomb.md": "yaml_alias",
         "deep.md": "yaml_too_deep",
         "unknown.md": "unknown_type",
-        "foreign.md": "foreign_id",
         "huge.md": "file_too_large",
         "latin1.md": "not_utf8",
         "python.md": "broken_yaml",
@@ -245,8 +244,25 @@ def test_hostile_files_each_fail_alone_with_a_reason(configured, tenant):
         line = by_path[f"05-resources/{name}"]
         assert (line.status, line.code) == ("failed", code), (name, line)
         assert line.reason
-    # The other tenant's memory is untouched, and this tenant has only the good one.
-    assert [f for f in files_of(tenant)] == [p for p in files_of(tenant) if "good-memory" in p]
+    # Another tenant's id is an unknown id here (nothing confirms it exists): created in this
+    # tenant like any new file, and the other tenant's memory is untouched.
+    assert by_path["05-resources/foreign.md"].status == "created"
+    assert sorted(p.split("/")[-1].rsplit("-", 1)[0] for p in files_of(tenant)) == ["good-memory", "stolen"]
+    assert len(files_of(other)) == 1 and b"Belongs to another tenant" in next(iter(files_of(other).values()))
+
+
+def test_an_import_answers_the_same_for_another_tenants_id_and_an_id_nobody_holds(configured, tenant):
+    other = f"t-{uuid.uuid4().hex[:12]}"
+    foreign_id = remember(other, "Other tenant runbook", "Belongs to another tenant entirely.")
+    nobody_id = uuid.uuid4()
+
+    def line(memory_id: object, label: str):
+        text = f"---\nid: {memory_id}\nl0: {label}\ntype: fact\n---\nSome fact about {label}.\n"
+        return import_files(tenant, {f"05-resources/{label}.md": text.encode()}).files[0]
+
+    theirs, nobodys = line(foreign_id, "Probe one"), line(nobody_id, "Probe two")
+    assert (theirs.status, theirs.code) == (nobodys.status, nobodys.code) == ("created", None)
+    assert "another tenant" not in (theirs.reason or "") and theirs.reason == nobodys.reason
     assert len(files_of(other)) == 1 and b"Belongs to another tenant" in next(iter(files_of(other).values()))
 
 

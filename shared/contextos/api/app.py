@@ -54,6 +54,7 @@ ROUTE_GROUPS: dict[str, tuple[str, ...]] = {
     "contextos.api.review": ("review", "audit"),
     "contextos.api.workspace": ("workspace", "import", "export"),
     "contextos.api.settings": ("settings",),
+    "contextos.api.erasure": ("erasure",),
 }
 
 

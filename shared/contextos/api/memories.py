@@ -10,7 +10,8 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
-from contextos.api.auth import current_principal
+from contextos.access import authorize
+from contextos.api.auth import Verb, require
 from contextos.api.openapi import statuses
 from contextos.errors import BadRequest
 from contextos.governance_models import MemoryAdmission, MemoryCreate, MemoryHistory
@@ -31,13 +32,15 @@ router = Router()
 
 @router.get("/memories/<memory_id>", summary="A memory, its current strength and band, and its sources")
 def get_memory(memory_id: Annotated[UUID, Path()]) -> MemoryDetail:
-    return container.memories().get(current_principal(router).tenant_id, memory_id)
+    return container.memories().get(require(router, Verb.read).tenant_id, memory_id)
 
 
 @router.post("/memories", summary="Write a memory by hand: capped provenance, the trust and contradiction gates")
 @statuses(201, 202)
 def create_memory(body: MemoryCreate) -> Response[MemoryAdmission]:
-    principal = current_principal(router)
+    principal = require(router, Verb.write)
+    if not principal.scope.empty:
+        body = body.model_copy(update=principal.scope.stamp(body.user_id, body.agent_id, body.tags))
     admission = container.governance().create_memory(
         principal.tenant_id, body, actor=principal.subject, ceiling=principal.provenance_ceiling
     )
@@ -50,7 +53,7 @@ def create_memory(body: MemoryCreate) -> Response[MemoryAdmission]:
 
 @router.get("/memories/<memory_id>/history", summary="The supersession chain through a memory, with its audit trail")
 def memory_history(memory_id: Annotated[UUID, Path()]) -> MemoryHistory:
-    return container.governance().history(current_principal(router).tenant_id, memory_id)
+    return container.governance().history(require(router, Verb.read).tenant_id, memory_id)
 
 
 @router.get("/memories", summary="List memories with filters (band, type, state, tier, scope, tags, metadata, prefix)")
@@ -86,13 +89,18 @@ def list_memories(
         limit=limit,
         cursor=cursor,
     )
-    return container.memories().list(current_principal(router).tenant_id, query)
+    principal = require(router, Verb.read)
+    if not principal.scope.empty and (confined := principal.scope.confine(query)) is not None:
+        query = query.model_copy(update=confined.model_dump(include={"user_id", "agent_id", "tags"}))
+    return container.memories().list(principal.tenant_id, query)
 
 
 @router.patch("/memories/<memory_id>", summary="Edit a memory (re-embeds, keeps the replaced version, audited)")
 @statuses(409)
 def edit_memory(memory_id: Annotated[UUID, Path()], body: MemoryPatch) -> MemoryEdited:
-    principal = current_principal(router)
+    principal = require(router, Verb.edit)
+    if body.unlock:
+        authorize(principal, Verb.unlock)
     return container.memories().edit(principal.tenant_id, memory_id, body, actor=principal.subject)
 
 
@@ -100,14 +108,16 @@ def edit_memory(memory_id: Annotated[UUID, Path()], body: MemoryPatch) -> Memory
 def forget_memory(
     memory_id: Annotated[UUID, Path()], reason: Annotated[str | None, Query(max_length=500)] = None
 ) -> MemoryForgotten:
-    principal = current_principal(router)
-    return container.memories().forget(principal.tenant_id, memory_id, actor=principal.subject, reason=reason)
+    principal = require(router, Verb.forget)
+    return container.memories().forget(
+        principal.tenant_id, memory_id, actor=principal.subject, reason=reason, only_own=principal.forgets_only_own()
+    )
 
 
 @router.post("/memories/<memory_id>/restore", summary="Undo a forget or a supersession (audited)")
 @statuses(409)
 def restore_memory(memory_id: Annotated[UUID, Path()]) -> MemoryRestored:
-    principal = current_principal(router)
+    principal = require(router, Verb.edit)
     return container.memories().restore(principal.tenant_id, memory_id, actor=principal.subject)
 
 
@@ -117,7 +127,7 @@ def memory_graph(
     hops: Annotated[int, Query(ge=1, le=3)] = 2,
     limit: Annotated[int, Query(ge=1, le=500)] = 200,
 ) -> MemoryGraph:
-    return container.memories().graph(current_principal(router).tenant_id, memory_id, hops=hops, limit=limit)
+    return container.memories().graph(require(router, Verb.read).tenant_id, memory_id, hops=hops, limit=limit)
 
 
 @router.get("/graph", summary="The tenant's most important memories and the edges among them (bounded)")
@@ -128,4 +138,4 @@ def tenant_graph(
     run_id: Annotated[str | None, Query(max_length=200)] = None,
 ) -> MemoryGraph:
     scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id)
-    return container.memories().tenant_graph(current_principal(router).tenant_id, limit=limit, scope=scope)
+    return container.memories().tenant_graph(require(router, Verb.read).tenant_id, limit=limit, scope=scope)

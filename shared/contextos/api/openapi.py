@@ -41,6 +41,20 @@ DEFAULT_ERRORS = (400, 401, 403, 404, 422, 500, 503)
 BODY_ERRORS = (413, 415)
 VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
+
+def _permissions() -> str:
+    from contextos.access import DEFAULT_VERBS, FORGET_OWN
+
+    return (
+        "Who may do what (the permission matrix, one check for REST and MCP; the CLI goes through REST): "
+        f"a person (Cognito, or a `user` key) may {', '.join(sorted(DEFAULT_VERBS['user']))}; "
+        f"an `agent` key by default {', '.join(sorted(DEFAULT_VERBS['agent']))} "
+        f"(`{FORGET_OWN}`: only memories it alone taught). A key may carry its own verbs and a scope "
+        "(user_id, agent_id, tags: its writes carry them, its reads see only them), and a provenance ceiling "
+        "no write, upload, import or MCP call can rise above. A refused call is 403 `forbidden` naming the verb."
+    )
+
+
 SECURITY_SCHEMES = {
     "apiKey": {
         "type": "http",
@@ -57,7 +71,8 @@ SECURITY_SCHEMES = {
         "type": "http",
         "scheme": "bearer",
         "bearerFormat": "JWT",
-        "description": "A Cognito ID token (with the custom:tenant_id claim) on /v1/user paths.",
+        "description": "A Cognito ID token (with the custom:tenant_id claim) on /v1/user paths: a person, "
+        "who may use every verb.",
     },
 }
 SECURITY: list[dict[str, list[str]]] = [{"apiKey": []}, {"apiKeyHeader": []}, {"cognito": []}]
@@ -95,7 +110,9 @@ def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
     error = error_schema()
     schemas.update(error.pop("$defs", {}))
     schemas["ErrorResponse"] = error
-    doc["components"]["securitySchemes"] = SECURITY_SCHEMES
+    doc["components"]["securitySchemes"] = deepcopy(SECURITY_SCHEMES)
+    # Built here, not at import: the matrix's module imports the models, which a cold start defers.
+    doc["components"]["securitySchemes"]["apiKey"]["description"] += " " + _permissions()
     doc["security"] = SECURITY
     doc["servers"] = SERVERS
     declared = {(r.method.lower(), r.openapi_path): getattr(r.func, _STATUSES_ATTR, ()) for r in _routes(app)}

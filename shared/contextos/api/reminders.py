@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
-from contextos.api.auth import current_principal
+from contextos.api.auth import Verb, require
 from contextos.models import ReminderAcknowledged, ReminderPage
 
 router = Router()
@@ -22,10 +22,10 @@ def list_reminders(
     cursor: Annotated[str | None, Query(max_length=500)] = None,
 ) -> ReminderPage:
     return container.lifecycle().reminders(
-        current_principal(router).tenant_id, include_acknowledged=include_acknowledged, limit=limit, cursor=cursor
+        require(router, Verb.read).tenant_id, include_acknowledged=include_acknowledged, limit=limit, cursor=cursor
     )
 
 
 @router.post("/reminders/<reminder_id>/acknowledge", summary="Acknowledge a reminder (idempotent)")
 def acknowledge_reminder(reminder_id: Annotated[UUID, Path()]) -> ReminderAcknowledged:
-    return container.lifecycle().acknowledge(current_principal(router).tenant_id, reminder_id)
+    return container.lifecycle().acknowledge(require(router, Verb.write).tenant_id, reminder_id)

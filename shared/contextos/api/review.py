@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
-from contextos.api.auth import current_principal
+from contextos.api.auth import Verb, require
 from contextos.api.openapi import statuses
 from contextos.governance_models import AuditPage, ReviewDecision, ReviewOutcome, ReviewPage
 
@@ -21,14 +21,14 @@ def list_review(
     status: Annotated[Literal["pending", "promoted", "rejected"], Query()] = "pending",
     cursor: Annotated[str | None, Query(max_length=500)] = None,
 ) -> ReviewPage:
-    principal = current_principal(router)
+    principal = require(router, Verb.review)
     return container.governance().review(principal.tenant_id, status=status, cursor=cursor)
 
 
 @router.post("/review/<review_id>/promote", summary="Admit a held candidate (user credentials only)")
 @statuses(409)
 def promote(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewOutcome:
-    principal = current_principal(router)
+    principal = require(router, Verb.review)
     return container.governance().promote(
         principal.tenant_id, review_id, actor=principal.subject, kind=principal.kind, reason=body.reason
     )
@@ -37,7 +37,7 @@ def promote(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewO
 @router.post("/review/<review_id>/reject", summary="Discard a held candidate (user credentials only)")
 @statuses(409)
 def reject(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewOutcome:
-    principal = current_principal(router)
+    principal = require(router, Verb.review)
     return container.governance().reject(
         principal.tenant_id, review_id, actor=principal.subject, kind=principal.kind, reason=body.reason
     )
@@ -48,5 +48,5 @@ def list_audit(
     cursor: Annotated[str | None, Query(max_length=500)] = None,
     memory_id: Annotated[UUID | None, Query()] = None,
 ) -> AuditPage:
-    principal = current_principal(router)
+    principal = require(router, Verb.audit)
     return container.governance().audit(principal.tenant_id, cursor=cursor, memory_id=memory_id)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
-from contextos.api.auth import current_principal
+from contextos.api.auth import Verb, require
 from contextos.api.openapi import statuses
 from contextos.conversations import (
     SESSION_ID_PATTERN,
@@ -28,19 +28,19 @@ SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN)]
 @router.post("/sessions/<session_id>/messages", summary="Append one turn (role, content, optional provenance)")
 @statuses(201, 409)
 def append_message(session_id: SessionId, body: MessageCreate) -> Response[MessageAppended]:
-    principal = current_principal(router)
+    principal = require(router, Verb.write)
     appended = container.conversations().append(principal.tenant_id, principal.provenance_ceiling, session_id, body)
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=appended.model_dump(mode="json"))
 
 
 @router.get("/sessions/<session_id>", summary="A session's buffer and what became of each flushed range")
 def get_session(session_id: SessionId) -> SessionView:
-    return container.conversations().get(current_principal(router).tenant_id, session_id)
+    return container.conversations().get(require(router, Verb.read).tenant_id, session_id)
 
 
 @router.post("/sessions/<session_id>/end", summary="End a session and flush its unflushed turns into memory")
 def end_session(session_id: SessionId) -> SessionView:
-    return container.conversations().end(current_principal(router).tenant_id, session_id)
+    return container.conversations().end(require(router, Verb.write).tenant_id, session_id)
 
 
 @router.get("/sessions", summary="List sessions, newest first, with status and counts (status filter, cursor)")
@@ -50,4 +50,4 @@ def list_sessions(
     cursor: Annotated[str | None, Query(max_length=500)] = None,
 ) -> SessionPage:
     query = SessionListQuery(status=status, limit=limit, cursor=cursor)
-    return container.conversations().list_sessions(current_principal(router).tenant_id, query)
+    return container.conversations().list_sessions(require(router, Verb.read).tenant_id, query)

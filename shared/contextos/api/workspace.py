@@ -11,7 +11,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ConfigDict, Field
 
 from contextos import container
-from contextos.api.auth import current_principal
+from contextos.access import authorize
+from contextos.api.auth import Verb, require
 from contextos.errors import PayloadTooLarge
 from contextos.modelbase import BaseModel
 from contextos.workspace.model import ImportReport, ImportRequest, SyncReport, WorkspaceFile
@@ -50,7 +51,7 @@ class RouterRequest(BaseModel):
     },
 )
 def export_workspace(format: Annotated[Literal["tar", "zip"], Query()] = "tar"):  # binary: no return model to serialize
-    tenant_id = current_principal(router).tenant_id
+    tenant_id = require(router, Verb.export).tenant_id
     data = bytearray()
     for chunk in container.workspace().archive(tenant_id, format):
         data += chunk
@@ -68,7 +69,9 @@ def export_workspace(format: Annotated[Literal["tar", "zip"], Query()] = "tar"):
 
 @router.post("/import", summary="Create or update memories from workspace files; a report line per file")
 def import_workspace(body: ImportRequest) -> ImportReport:
-    principal = current_principal(router)
+    principal = require(router, Verb.import_)
+    if body.unlock:
+        authorize(principal, Verb.unlock)
     return container.workspace().import_files(
         principal.tenant_id,
         [(f.path, f.content.encode("utf-8")) for f in body.files],
@@ -81,7 +84,10 @@ def import_workspace(body: ImportRequest) -> ImportReport:
 
 @router.post("/workspace/sync", summary="Sync workspace files both ways: edits in, new and changed memories out")
 def sync_workspace(body: SyncRequest) -> SyncReport:
-    principal = current_principal(router)
+    principal = require(router, Verb.import_)
+    authorize(principal, Verb.export)  # a sync writes the tenant's memories back out
+    if body.unlock:
+        authorize(principal, Verb.unlock)
     return container.workspace().sync(
         principal.tenant_id,
         [(f.path, f.content.encode("utf-8")) for f in body.files],
@@ -93,5 +99,5 @@ def sync_workspace(body: SyncRequest) -> SyncReport:
 
 @router.post("/workspace/router", summary="A router file (CLAUDE.md, AGENTS.md, .cursorrules) and its MCP config")
 def router_files(body: RouterRequest) -> RouterFiles:
-    tenant_id = current_principal(router).tenant_id
+    tenant_id = require(router, Verb.read).tenant_id
     return RouterFiles(files=container.workspace().router(tenant_id, body.tool, token_budget=body.token_budget))

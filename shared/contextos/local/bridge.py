@@ -74,13 +74,16 @@ class ApiBridge:
         self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.socket.bind((host, port))
         self.socket.listen(self.settings.backlog)
+        from contextos.local.http_protocol import guarded_protocol
+
         config = uvicorn.Config(
             self.front,
-            http="h11",
+            # uvicorn's h11 protocol with a header deadline and our error shape (local/http_protocol).
+            http=guarded_protocol(self.settings.header_timeout_s, self.settings.limit_concurrency),
             loop="asyncio",
             lifespan="on",
             backlog=self.settings.backlog,
-            limit_concurrency=self.settings.limit_concurrency,
+            limit_concurrency=None,  # the protocol answers 503 itself, in our error shape
             timeout_keep_alive=self.settings.timeout_keep_alive_s,
             timeout_graceful_shutdown=5,
             access_log=False,

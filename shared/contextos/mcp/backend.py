@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
+from contextos.access import KeyScope, Principal, Verb
 from contextos.models import Provenance
 
 
@@ -28,6 +29,19 @@ class Caller:
     subject: str
     ceiling: Provenance = Provenance.agent_turn
     api_key: str | None = None  # passed on to a deployed API
+    kind: str = "agent"
+    verbs: frozenset[str] | None = None  # None: the kind's defaults (contextos.access)
+    scope: KeyScope = field(default_factory=KeyScope)
+
+    def principal(self) -> Principal:
+        return Principal(
+            tenant_id=self.tenant_id,
+            kind=self.kind,
+            subject=self.subject,
+            provenance_ceiling=self.ceiling,
+            verbs=self.verbs,
+            scope=self.scope,
+        )
 
 
 # The HTTP transport sets the caller per request (from its API key); stdio has one caller.
@@ -51,11 +65,15 @@ class LocalBackend:
     def __init__(self, caller: Callable[[], Caller]) -> None:
         self._caller = caller
 
-    def _call(self, fn: Callable[[Caller], BaseModel]) -> BaseModel:
+    def _call(self, verb: Verb, fn: Callable[[Caller], BaseModel]) -> BaseModel:
+        """Every tool through the permission matrix (`contextos.access`), as the API's routes are."""
+        from contextos.access import authorize
         from contextos.errors import ContextOSError
 
         try:
-            return fn(self._caller())
+            caller = self._caller()
+            authorize(caller.principal(), verb)
+            return fn(caller)
         except ContextOSError as exc:
             raise BackendError(exc.status, exc.code, exc.message, exc.details or None) from exc
         except ValidationError as exc:
@@ -66,13 +84,19 @@ class LocalBackend:
         from contextos import container
         from contextos.models import ContextRequest
 
-        return self._call(lambda c: container.retrieval().context(c.tenant_id, ContextRequest(query=query, **options)))
+        return self._call(
+            Verb.read,
+            lambda c: container.retrieval().context(c.tenant_id, _confined(c, ContextRequest(query=query, **options))),
+        )
 
     def search(self, query: str, **options: Any) -> BaseModel:
         from contextos import container
         from contextos.models import SearchRequest
 
-        return self._call(lambda c: container.retrieval().search(c.tenant_id, SearchRequest(query=query, **options)))
+        return self._call(
+            Verb.read,
+            lambda c: container.retrieval().search(c.tenant_id, _confined(c, SearchRequest(query=query, **options))),
+        )
 
     def add_memory(self, label: str, definition: str, **fields: Any) -> BaseModel:
         from contextos import container
@@ -80,15 +104,24 @@ class LocalBackend:
 
         def run(c: Caller) -> BaseModel:
             request = MemoryCreate(label=label, definition=definition, **fields)
+            if not c.scope.empty:
+                request = request.model_copy(update=c.scope.stamp(request.user_id, request.agent_id, request.tags))
             return container.governance().create_memory(c.tenant_id, request, actor=c.subject, ceiling=c.ceiling)
 
-        return self._call(run)
+        return self._call(Verb.write, run)
 
     def forget_memory(self, memory_id: str, *, reason: str | None = None) -> BaseModel:
         from contextos import container
 
         return self._call(
-            lambda c: container.memories().forget(c.tenant_id, _uuid(memory_id), actor=c.subject, reason=reason)
+            Verb.forget,
+            lambda c: container.memories().forget(
+                c.tenant_id,
+                _uuid(memory_id),
+                actor=c.subject,
+                reason=reason,
+                only_own=c.principal().forgets_only_own(),
+            ),
         )
 
     def append_message(self, session_id: str, role: str, content: str) -> BaseModel:
@@ -96,26 +129,40 @@ class LocalBackend:
         from contextos.conversations import MessageCreate
 
         return self._call(
+            Verb.write,
             lambda c: container.conversations().append(
                 c.tenant_id, c.ceiling, session_id, MessageCreate.model_validate({"role": role, "content": content})
-            )
+            ),
         )
 
     def end_session(self, session_id: str) -> BaseModel:
         from contextos import container
 
-        return self._call(lambda c: container.conversations().end(c.tenant_id, session_id))
+        return self._call(Verb.write, lambda c: container.conversations().end(c.tenant_id, session_id))
 
     def list_memories(self, **filters: Any) -> BaseModel:
         from contextos import container
         from contextos.management_models import MemoryListQuery
 
-        return self._call(lambda c: container.memories().list(c.tenant_id, MemoryListQuery(**filters)))
+        def run(c: Caller) -> BaseModel:
+            query = MemoryListQuery(**filters)
+            if not c.scope.empty and (confined := c.scope.confine(query)) is not None:
+                query = query.model_copy(update=confined.model_dump(include={"user_id", "agent_id", "tags"}))
+            return container.memories().list(c.tenant_id, query)
+
+        return self._call(Verb.read, run)
 
     def get_memory(self, memory_id: str) -> BaseModel:
         from contextos import container
 
-        return self._call(lambda c: container.memories().get(c.tenant_id, _uuid(memory_id)))
+        return self._call(Verb.read, lambda c: container.memories().get(c.tenant_id, _uuid(memory_id)))
+
+
+def _confined(caller: Caller, request: Any) -> Any:
+    """A read request narrowed to the caller's key scope."""
+    if caller.scope.empty:
+        return request
+    return request.model_copy(update={"scope": caller.scope.confine(request.scope)})
 
 
 class ApiBackend:

@@ -262,6 +262,9 @@ def key_identifier(keys: Any) -> Callable[[str], Caller | None]:
             subject=identity.name,
             ceiling=Provenance(identity.provenance_ceiling),
             api_key=key,
+            kind=identity.principal,
+            verbs=frozenset(identity.verbs) if identity.verbs is not None else None,
+            scope=identity.scope,
         )
 
     return identify

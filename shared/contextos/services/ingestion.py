@@ -64,9 +64,9 @@ class IngestionService:
     queue: JobQueue
     extractor: ConceptExtractor
     embedder: Embedder
-    # A frontmatter markdown file is a workspace memory (S10): (tenant, key, name, bytes) → its
+    # A frontmatter markdown file is a workspace memory (S10): (tenant, key, name, bytes, ceiling) → its
     # document, or None when the file is an ordinary document.
-    workspace_upload: Callable[[str, str, str, bytes], DocumentRecord | None] | None = None
+    workspace_upload: Callable[[str, str, str, bytes, Provenance], DocumentRecord | None] | None = None
     # The write firewall (S7); built on the store's database when not given.
     firewall: Firewall | None = None
 
@@ -186,23 +186,31 @@ class IngestionService:
         except NotFound:
             logger.info("uploaded object is gone; nothing to ingest")
             return None
+        # A ticketed upload carries its credential's ceiling and scope; a bare drop, the bucket's.
+        ticket = self.store.upload_ticket(tenant_id, key)
+        provenance = Provenance(ticket["provenance"]) if ticket else self.settings.upload_drop_provenance
         if self.workspace_upload and name.lower().endswith((".md", ".markdown")) and has_frontmatter(data):
-            record = self.workspace_upload(tenant_id, key, name, data)
+            record = self.workspace_upload(tenant_id, key, name, data, provenance)
             if record is not None:
                 if redact(data.decode("utf-8", errors="replace")).found:
                     self.blobs.delete(bucket, key)  # its memory keeps the redacted text; the file goes
                 return record
-        record, _ = self.store.create_document(
+        record, created = self.store.create_document(
             tenant_id,
             content_hash=content_hash(data),
             filename=safe_filename(name),
             content_type=None,
-            provenance=self.settings.upload_drop_provenance.value,
+            provenance=provenance.value,
             size_bytes=len(data),
             upload_s3_key=key,
+            document_id=ticket["document_id"] if ticket else None,
         )
         if record.status not in ("queued", "processing"):
             return record  # the same content was ingested before: no work
+        if created and ticket:
+            scope = Scope(user_id=ticket["user_id"], agent_id=ticket["agent_id"], tags=ticket["tags"])
+            if not scope.empty:
+                scope_document(self.store.db, tenant_id, record.id, scope)
         self.process(DocumentJob(tenant_id=tenant_id, document_id=record.id), data=data)
         return self.store.get_document(tenant_id, record.id)
 

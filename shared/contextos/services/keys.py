@@ -6,6 +6,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 
+from contextos.access import KeyScope, parse_verbs
 from contextos.errors import BadRequest
 from contextos.models import Provenance
 from contextos.store.db import Database
@@ -26,6 +27,14 @@ class KeyIdentity:
     name: str
     principal: str
     provenance_ceiling: str
+    verbs: list[str] | None = None  # None: the principal's defaults (contextos.access)
+    scope_user_id: str | None = None
+    scope_agent_id: str | None = None
+    scope_tags: list[str] = field(default_factory=list)
+
+    @property
+    def scope(self) -> KeyScope:
+        return KeyScope(user_id=self.scope_user_id, agent_id=self.scope_agent_id, tags=tuple(self.scope_tags))
 
 
 @dataclass
@@ -44,6 +53,8 @@ class KeyService:
         principal: str = "agent",
         provenance_ceiling: Provenance = Provenance.agent_turn,
         key: str | None = None,
+        verbs: list[str] | None = None,
+        scope: KeyScope | None = None,
     ) -> str:
         """Make a key (or register a given one, e.g. the local stack's dev key); return it once."""
         if not valid_tenant(tenant_id):
@@ -51,7 +62,19 @@ class KeyService:
         if principal not in ("agent", "user"):
             raise BadRequest("principal must be 'agent' or 'user'")
         key = key or KEY_PREFIX + secrets.token_urlsafe(32)
-        self.store.add(tenant_id, hash_key(key), name, principal, provenance_ceiling.value)
+        granted = parse_verbs(verbs)
+        scope = scope or KeyScope()
+        self.store.add(
+            tenant_id,
+            hash_key(key),
+            name,
+            principal,
+            provenance_ceiling.value,
+            verbs=sorted(granted) if granted is not None else None,
+            scope_user_id=scope.user_id,
+            scope_agent_id=scope.agent_id,
+            scope_tags=list(scope.tags),
+        )
         return key
 
     def identify(self, key: str) -> KeyIdentity | None:

@@ -201,14 +201,19 @@ class MemoryService:
         return row
 
     # -- forgetting --------------------------------------------------------------------------
-    def forget(self, tenant_id: str, memory_id: UUID, *, actor: str, reason: str | None = None) -> MemoryForgotten:
+    def forget(
+        self, tenant_id: str, memory_id: UUID, *, actor: str, reason: str | None = None, only_own: bool = False
+    ) -> MemoryForgotten:
         """Gone from every read and audited. A hot memory can be restored; a cold one is taken out of
-        its cold object and deleted (nothing of it is left to restore)."""
+        its cold object and deleted (nothing of it is left to restore). ``only_own``: the actor may
+        forget only a memory it alone taught (every admission of it was the actor's)."""
         with self._management.transaction(tenant_id) as conn:
             lock_tenant(conn, tenant_id)
             row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
             if row["forgotten_at"] is not None:
                 raise NotFound(f"memory {memory_id} not found")
+            if only_own and not ManagementStore.taught_only_by(conn, tenant_id, memory_id, actor):
+                raise Forbidden("this credential may forget only memories it alone taught", details={"verb": "forget"})
             if row["protected"]:
                 raise MemoryProtected("this memory is protected: unprotect it (PATCH with unlock) before forgetting it")
             if row["tier"] == "cold":

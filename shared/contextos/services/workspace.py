@@ -280,12 +280,13 @@ class WorkspaceService:
         ceiling: Provenance,
         unlock: Iterable[UUID] = (),
         document_id: UUID | None = None,
-        restore: bool = False,
+        restore: bool = False,  # accepted for older clients: every import now keeps the ids it carries
     ) -> ImportReport:
         """Create or update each file's memory by id; plain markdown goes to S4 as a document.
 
-        An id another tenant holds is refused, unless ``restore``: copying a whole workspace into
-        another tenant keeps its ids (ids are per tenant; the other tenant's rows are never read)."""
+        An id this tenant does not hold is unknown, whoever else may hold it: the memory is created
+        under it (ids are per tenant), so no answer tells whether another tenant has that id.
+        ``restore`` copies a whole workspace, ids and all."""
         reports: list[FileReport] = []
         for start in range(0, len(files), self.page_size):
             reports += self._import_batch(
@@ -295,7 +296,6 @@ class WorkspaceService:
                 ceiling=ceiling,
                 unlock=set(unlock),
                 document_id=document_id,
-                restore=restore,
             )
         return ImportReport(files=reports, counts=_counts(reports))
 
@@ -308,7 +308,6 @@ class WorkspaceService:
         ceiling: Provenance,
         unlock: set[UUID],
         document_id: UUID | None,
-        restore: bool,
     ) -> list[FileReport]:
         cfg = self.settings
         modifiers = cfg.extraction.generic_modifiers
@@ -345,7 +344,7 @@ class WorkspaceService:
             self._as_document(tenant_id, plan, data, ceiling)
         parsed = [p for p in plans if p.memory is not None]
         if parsed:
-            self._admit(tenant_id, parsed, actor=actor, unlock=unlock, document_id=document_id, restore=restore)
+            self._admit(tenant_id, parsed, actor=actor, unlock=unlock, document_id=document_id)
             self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
         metrics.add_metric(name="WorkspaceFilesImported", unit="Count", value=len(files))
         return [p.report for p in plans]
@@ -381,7 +380,6 @@ class WorkspaceService:
         actor: str,
         unlock: set[UUID],
         document_id: UUID | None,
-        restore: bool,
     ) -> None:
         """One transaction under the tenant lock for the batch's creates and edits."""
         cfg = self.settings
@@ -389,7 +387,6 @@ class WorkspaceService:
         gate_store = self.store.gate
         with self.workspace.transaction(tenant_id) as conn:
             hot = self.workspace.lock_tenant(conn, tenant_id)
-            foreign = set() if restore else self.workspace.ids_of_other_tenants(conn, ids)
             cold_prefix = f"{cfg.lifecycle.cold_prefix}{tenant_id}/"
             existing = self.workspace.rows_by_id(conn, tenant_id, ids, lock=True)
             creates: list[_Plan] = []
@@ -397,10 +394,7 @@ class WorkspaceService:
                 memory = plan.memory
                 assert memory is not None
                 cold = memory.state.cold or {}
-                if memory.id is not None and memory.id in foreign:
-                    plan.report.code = "foreign_id"
-                    plan.report.reason = "this id belongs to another tenant (a restore copies a workspace with its ids)"
-                elif cold and not str(cold.get("object", "")).startswith(cold_prefix):
+                if cold and not str(cold.get("object", "")).startswith(cold_prefix):
                     plan.report.code, plan.report.reason = (
                         "foreign_cold_object",
                         "the cold pointer is not this tenant's",
@@ -681,7 +675,9 @@ class WorkspaceService:
         return SyncReport(files=report.files, counts=_counts(report.files), write=write, remove=sorted(set(remove)))
 
     # -- the upload bucket -------------------------------------------------------------------
-    def ingest_upload(self, tenant_id: str, key: str, name: str, data: bytes) -> DocumentRecord | None:
+    def ingest_upload(
+        self, tenant_id: str, key: str, name: str, data: bytes, *, ceiling: Provenance | None = None
+    ) -> DocumentRecord | None:
         """A frontmatter markdown file dropped into the upload bucket: its memory, recorded as a
         document whose status and counts are the file's report. None when it is not a workspace
         file (then it is an ordinary document for S4)."""
@@ -695,7 +691,7 @@ class WorkspaceService:
             content_hash=bytes_hash(data),
             filename=safe_filename(name),
             content_type="text/markdown",
-            provenance=self.settings.upload_drop_provenance.value,
+            provenance=(ceiling or self.settings.upload_drop_provenance).value,
             size_bytes=len(data),
             upload_s3_key=key,
         )
@@ -711,7 +707,7 @@ class WorkspaceService:
             tenant_id,
             [(name, data)],
             actor="upload",
-            ceiling=self.settings.upload_drop_provenance,
+            ceiling=ceiling or self.settings.upload_drop_provenance,
             document_id=record.id,
         ).files[0]
         counts = {"workspace": report.model_dump(mode="json", exclude_none=True)}

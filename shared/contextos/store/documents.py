@@ -11,8 +11,9 @@ from uuid import UUID
 
 from contextos.errors import NotFound
 from contextos.models import DocumentRecord
+from contextos.scopes import Scope
 from contextos.store.db import Database
-from contextos.store.rows import ClaimedDocument, DocumentMemory, row_of, rows_of
+from contextos.store.rows import ClaimedDocument, DocumentMemory, UploadTicketRow, row_of, rows_of
 from psycopg.types.json import Jsonb
 
 DOCUMENT_COLUMNS = (
@@ -39,18 +40,21 @@ class DocumentStore:
         upload_s3_key: str | None = None,
         metadata: dict[str, Any] | None = None,
         counts: dict[str, Any] | None = None,
+        document_id: UUID | None = None,
     ) -> tuple[DocumentRecord, bool]:
-        """Insert a queued document, or return the tenant's existing one with the same content."""
+        """Insert a queued document (with ``document_id`` when one was promised, e.g. by an upload
+        ticket), or return the tenant's existing one with the same content."""
         with self.db.tenant_tx(tenant_id) as conn:
             conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
             row = conn.execute(
-                f"""INSERT INTO documents (tenant_id, content_hash, filename, content_type, provenance,
+                f"""INSERT INTO documents (tenant_id, id, content_hash, filename, content_type, provenance,
                         size_bytes, raw_text, source_s3_key, upload_s3_key, metadata, counts)
-                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    VALUES (%s, COALESCE(%s, gen_random_uuid()), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                     ON CONFLICT (tenant_id, content_hash) DO NOTHING
                     RETURNING {DOCUMENT_COLUMNS}""",
                 [
                     tenant_id,
+                    document_id,
                     content_hash,
                     filename,
                     content_type,
@@ -70,6 +74,27 @@ class DocumentStore:
                 [tenant_id, content_hash],
             ).fetchone()
             return DocumentRecord.model_validate(existing), False
+
+    def add_upload_ticket(
+        self, tenant_id: str, object_key: str, document_id: UUID, provenance: str, scope: Scope
+    ) -> None:
+        """What a presigned upload promised: its document id, the caller's ceiling and scope."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
+            conn.execute(
+                """INSERT INTO upload_tickets (tenant_id, object_key, document_id, provenance, user_id, agent_id, tags)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s)""",
+                [tenant_id, object_key, document_id, provenance, scope.user_id, scope.agent_id, scope.tags],
+            )
+
+    def upload_ticket(self, tenant_id: str, object_key: str) -> UploadTicketRow | None:
+        with self.db.tenant_tx(tenant_id) as conn:
+            row = conn.execute(
+                """SELECT document_id, provenance, user_id, agent_id, tags FROM upload_tickets
+                   WHERE tenant_id = %s AND object_key = %s""",
+                [tenant_id, object_key],
+            ).fetchone()
+        return row_of(UploadTicketRow, row)
 
     def get_document(self, tenant_id: str, document_id: UUID) -> DocumentRecord:
         with self.db.tenant_tx(tenant_id) as conn:

@@ -13,22 +13,46 @@ from contextos.store.rows import KeyIdentity, KeyListRow, row_of, rows_of
 class KeyStore:
     db: Database
 
-    def add(self, tenant_id: str, key_hash: str, name: str, principal: str, provenance_ceiling: str) -> None:
+    def add(
+        self,
+        tenant_id: str,
+        key_hash: str,
+        name: str,
+        principal: str,
+        provenance_ceiling: str,
+        *,
+        verbs: list[str] | None = None,
+        scope_user_id: str | None = None,
+        scope_agent_id: str | None = None,
+        scope_tags: list[str] | None = None,
+    ) -> None:
         """The tenant (once) and the key (once per hash)."""
         with self.db.system_tx() as conn:
             conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
             conn.execute(
-                """INSERT INTO api_keys (key_hash, tenant_id, name, principal, provenance_ceiling)
-                   VALUES (%s, %s, %s, %s, %s) ON CONFLICT (key_hash) DO NOTHING""",
-                [key_hash, tenant_id, name, principal, provenance_ceiling],
+                """INSERT INTO api_keys (key_hash, tenant_id, name, principal, provenance_ceiling, verbs,
+                       scope_user_id, scope_agent_id, scope_tags)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key_hash) DO NOTHING""",
+                [
+                    key_hash,
+                    tenant_id,
+                    name,
+                    principal,
+                    provenance_ceiling,
+                    verbs,
+                    scope_user_id,
+                    scope_agent_id,
+                    scope_tags or [],
+                ],
             )
 
     def live(self, key_hash: str) -> KeyIdentity | None:
         """The identity columns of a live (unrevoked) key, or None."""
         with self.db.system_tx() as conn:
             row = conn.execute(
-                """SELECT tenant_id, name, principal, provenance_ceiling FROM api_keys
-                   WHERE key_hash = %s AND revoked_at IS NULL""",
+                """SELECT tenant_id, name, principal, provenance_ceiling, verbs, scope_user_id, scope_agent_id,
+                          scope_tags
+                   FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL""",
                 [key_hash],
             ).fetchone()
         return row_of(KeyIdentity, row)
@@ -36,7 +60,8 @@ class KeyStore:
     def list(self, tenant_id: str | None = None) -> list[KeyListRow]:
         with self.db.system_tx() as conn:
             rows = conn.execute(
-                """SELECT tenant_id, name, principal, provenance_ceiling, left(key_hash, 12) AS key_hash_prefix,
+                """SELECT tenant_id, name, principal, provenance_ceiling, verbs, scope_user_id, scope_agent_id,
+                          scope_tags, left(key_hash, 12) AS key_hash_prefix,
                           created_at, revoked_at
                    FROM api_keys WHERE %(tenant)s::text IS NULL OR tenant_id = %(tenant)s
                    ORDER BY tenant_id, created_at, name""",

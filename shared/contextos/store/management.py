@@ -249,6 +249,16 @@ class ManagementStore(GraphReads):
         return version
 
     # -- forgetting and restoring -------------------------------------------------------------
+    @staticmethod
+    def taught_only_by(conn: Conn, tenant_id: str, memory_id: UUID, actor: str) -> bool:
+        """Whether every admission of (or merge into) this memory was ``actor``'s."""
+        row = conn.execute(
+            """SELECT count(*) > 0 AND bool_and(actor = %s) AS own FROM audit_log
+               WHERE tenant_id = %s AND memory_id = %s AND action IN ('admitted', 'merged')""",
+            [actor, tenant_id, memory_id],
+        ).fetchone()
+        return bool(row and row["own"])
+
     def forget_hot(self, conn: Conn, tenant_id: str, row: LockedMemory, *, actor: str, reason: str | None) -> None:
         """Out of every read, restorable: archived state, unsearchable vector, no LSH bands."""
         delete_bands(conn, self.db.dialect, tenant_id, [row["id"]])

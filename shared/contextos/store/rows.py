@@ -345,6 +345,20 @@ class KeyIdentity(TypedDict):
     name: str
     principal: str
     provenance_ceiling: str
+    verbs: list[str] | None
+    scope_user_id: str | None
+    scope_agent_id: str | None
+    scope_tags: list[str]
+
+
+class UploadTicketRow(TypedDict):
+    """What a presigned upload carries to the ingest function."""
+
+    document_id: UUID
+    provenance: str
+    user_id: str | None
+    agent_id: str | None
+    tags: list[str]
 
 
 class KeyListRow(KeyIdentity):

@@ -175,13 +175,6 @@ class WorkspaceStore:
         return int(one(conn.execute(LOCK_TENANT_SQL, [tenant_id]).fetchone())["hot_memories"])
 
     @staticmethod
-    def ids_of_other_tenants(conn: Conn, ids: Sequence[UUID]) -> set[UUID]:
-        if not ids:
-            return set()
-        rows = conn.execute("SELECT memory_ids_of_other_tenants(%s::uuid[]) AS id", [list(ids)]).fetchall()
-        return {r["id"] for r in rows}
-
-    @staticmethod
     def active_keys(conn: Conn, tenant_id: str, keys: Sequence[str]) -> dict[str, UUID]:
         if not keys:
             return {}

@@ -156,7 +156,10 @@ class ImportRequest(BaseModel):
 
     files: list[WorkspaceFile] = Field(max_length=2000)
     unlock: list[UUID] = Field(default_factory=list, description="protected memories this import may change")
-    restore: bool = Field(default=False, description="keep ids another tenant also holds (copying a workspace)")
+    restore: bool = Field(
+        default=False,
+        description="accepted for older clients; every import keeps the ids its files carry (ids are per tenant)",
+    )
 
 
 class ImportReport(BaseModel):

@@ -53,6 +53,7 @@ ROUTE_GROUPS: dict[str, tuple[str, ...]] = {
     "contextos.api.sessions": ("sessions",),
     "contextos.api.review": ("review", "audit"),
     "contextos.api.workspace": ("workspace", "import", "export"),
+    "contextos.api.forecast": ("forecast",),
 }
 
 

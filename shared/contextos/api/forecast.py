@@ -1,0 +1,25 @@
+"""/v1/forecast (S15): memories per band over the next days, under the current and another policy."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from contextos import container
+from contextos.api.auth import current_principal
+from contextos.forecast_models import AlternativePolicy, Forecast, ForecastQuery
+
+router = Router()
+
+
+@router.get("/forecast", summary="Memories per band over the next N days, current policy vs an alternative")
+def get_forecast(
+    days: Annotated[int, Query(ge=1, le=365)] = 90,
+    step: Annotated[int, Query(ge=1, le=90)] = 7,
+    policy: Annotated[AlternativePolicy, Query()] = "weibull",
+    rate: Annotated[float | None, Query(gt=0.0, lt=1.0, description="λ a day, for policy=exponential")] = None,
+) -> Forecast:
+    query = ForecastQuery(days=days, step=step, policy=policy, rate=rate)
+    return container.forecast().forecast(current_principal(router).tenant_id, query)

@@ -82,3 +82,18 @@ def test_the_forecast_refuses_bad_input_with_stable_codes(configured, tenant):
         assert status == 422 and body["error"]["code"] == "validation_error", query
     status, body = call_api("GET", "/v1/graph", tenant, query={"offset": "-1"})
     assert status == 422
+
+
+def test_forgotten_memories_are_listed_only_when_asked_for_and_restore_from_there(configured, tenant):
+    seed(tenant, 3)
+    memories = all_memories(tenant)
+    gone = memories[0]["id"]
+    assert call_api("DELETE", f"/v1/memories/{gone}", tenant, query={"reason": "test"})[0] == 200
+    assert gone not in {m["id"] for m in all_memories(tenant)}
+    status, page = call_api("GET", "/v1/memories", tenant, query={"state": "forgotten"})
+    assert status == 200
+    assert [m["id"] for m in page["memories"]] == [gone] and page["memories"][0]["forgotten_at"]
+    assert call_api("POST", f"/v1/memories/{gone}/restore", tenant, {})[0] == 200
+    status, page = call_api("GET", "/v1/memories", tenant, query={"state": "forgotten"})
+    assert page["memories"] == []
+    assert all(m["forgotten_at"] is None for m in all_memories(tenant))

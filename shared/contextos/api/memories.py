@@ -57,7 +57,10 @@ def memory_history(memory_id: Annotated[UUID, Path()]) -> MemoryHistory:
 def list_memories(
     band: Annotated[Band | None, Query()] = None,
     type: Annotated[MemoryType | None, Query()] = None,
-    state: Annotated[Literal["active", "superseded", "archived"] | None, Query()] = None,
+    state: Annotated[
+        Literal["active", "superseded", "archived", "forgotten"] | None,
+        Query(description="forgotten: the memories a forget removed from every read (restorable)"),
+    ] = None,
     tier: Annotated[Literal["hot", "cold"] | None, Query()] = None,
     user_id: Annotated[str | None, Query(max_length=200)] = None,
     agent_id: Annotated[str | None, Query(max_length=200)] = None,
@@ -130,8 +133,9 @@ def tenant_graph(
     user_id: Annotated[str | None, Query(max_length=200)] = None,
     agent_id: Annotated[str | None, Query(max_length=200)] = None,
     run_id: Annotated[str | None, Query(max_length=200)] = None,
+    tag: Annotated[list[str] | None, Query(description="Repeat for all-of")] = None,
 ) -> MemoryGraph:
-    scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id, tags=tag or [])
     return container.memories().tenant_graph(
         current_principal(router).tenant_id, limit=limit, offset=offset, scope=scope
     )

@@ -55,3 +55,35 @@ class Forecast(BaseModel):
     thresholds: BandThresholds
     current: ForecastSeries
     alternative: ForecastSeries
+
+
+class CurvePoint(BaseModel):
+    at: datetime
+    strength: float
+
+
+class BandCrossing(BaseModel):
+    """When the strength falls through a band's lower boundary, with no further access."""
+
+    band: str = Field(description="the band it enters")
+    at: datetime
+
+
+class StrengthCurve(BaseModel):
+    """One memory's strength from its anchor to ``days`` ahead, by the decay module's closed form:
+    the console draws this, it does not re-estimate the policy."""
+
+    memory_id: str
+    policy: str
+    rate: float | None = None
+    scale_days: float | None = None
+    shape: float | None = None
+    anchor: float
+    anchored_at: datetime
+    created_at: datetime
+    now: datetime
+    strength_now: float
+    band_now: str
+    thresholds: BandThresholds
+    points: list[CurvePoint]
+    crossings: list[BandCrossing]

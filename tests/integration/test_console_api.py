@@ -97,3 +97,25 @@ def test_forgotten_memories_are_listed_only_when_asked_for_and_restore_from_ther
     status, page = call_api("GET", "/v1/memories", tenant, query={"state": "forgotten"})
     assert page["memories"] == []
     assert all(m["forgotten_at"] is None for m in all_memories(tenant))
+
+
+def test_a_memorys_strength_curve_comes_from_its_decay_anchors(configured, tenant):
+    from datetime import datetime
+
+    status, made = call_api("POST", "/v1/memories", tenant, {"label": "Curve check", "definition": "Decays daily."})
+    assert status == 201
+    status, curve = call_api("GET", f"/v1/forecast/memories/{made['memory_id']}", tenant, query={"days": "30"})
+    assert status == 200, curve
+    status, detail = call_api("GET", f"/v1/memories/{made['memory_id']}", tenant)
+    assert curve["policy"] == "exponential" and 0 < curve["rate"] < 1
+    assert abs(curve["strength_now"] - detail["strength"]) < 1e-3 and curve["band_now"] == detail["band"]
+    strengths = [p["strength"] for p in curve["points"]]
+    assert strengths == sorted(strengths, reverse=True) and strengths[-1] < strengths[0]
+    # the crossings are where the closed form meets each threshold: S0·(1−λ)^days = boundary
+    by_band = {c["band"]: datetime.fromisoformat(c["at"]) for c in curve["crossings"]}
+    anchored = datetime.fromisoformat(curve["anchored_at"])
+    days = (by_band["forgotten"] - anchored).total_seconds() / 86400
+    assert abs(curve["anchor"] * (1 - curve["rate"]) ** days - curve["thresholds"]["forgotten"]) < 1e-6
+    assert by_band["fading"] < by_band["critical"] < by_band["forgotten"]
+    status, body = call_api("GET", "/v1/forecast/memories/00000000-0000-4000-8000-000000000000", tenant)
+    assert status == 404 and body["error"]["code"] == "not_found"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
 from contextos.api.auth import current_principal
-from contextos.forecast_models import AlternativePolicy, Forecast, ForecastQuery
+from contextos.forecast_models import AlternativePolicy, Forecast, ForecastQuery, StrengthCurve
 
 router = Router()
 
@@ -23,3 +24,10 @@ def get_forecast(
 ) -> Forecast:
     query = ForecastQuery(days=days, step=step, policy=policy, rate=rate)
     return container.forecast().forecast(current_principal(router).tenant_id, query)
+
+
+@router.get("/forecast/memories/<memory_id>", summary="A memory's strength curve, band thresholds and crossing dates")
+def get_strength_curve(
+    memory_id: Annotated[UUID, Path()], days: Annotated[int, Query(ge=1, le=365)] = 60
+) -> StrengthCurve:
+    return container.forecast().curve(current_principal(router).tenant_id, memory_id, days=days)

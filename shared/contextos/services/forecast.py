@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from uuid import UUID
 
 from contextos.config import DecaySettings
-from contextos.errors import BadRequest
-from contextos.forecast_models import BandThresholds, Forecast, ForecastPoint, ForecastQuery, ForecastSeries
+from contextos.decay import StrengthState, band_of
+from contextos.errors import BadRequest, NotFound
+from contextos.forecast_models import (
+    BandCrossing,
+    BandThresholds,
+    CurvePoint,
+    Forecast,
+    ForecastPoint,
+    ForecastQuery,
+    ForecastSeries,
+    StrengthCurve,
+)
 from contextos.models import Band
 from contextos.store.forecast import ForecastStore
 
@@ -41,16 +52,67 @@ class ForecastService:
         return Forecast(
             memories=memories,
             now=now,
-            thresholds=BandThresholds(
-                strong=self.decay.band_strong,
-                fading=self.decay.band_fading,
-                forgotten=self.decay.band_forgotten,
-                weibull_forgotten=w.archive_below,
-            ),
+            thresholds=self._thresholds(),
             current=ForecastSeries(
                 policy="current",
                 description="each memory's own policy and rate as stored, with no further access",
                 points=list(current.values()),
             ),
             alternative=ForecastSeries(policy=query.policy, description=described, points=list(alternative.values())),
+        )
+
+    def _thresholds(self) -> BandThresholds:
+        return BandThresholds(
+            strong=self.decay.band_strong,
+            fading=self.decay.band_fading,
+            forgotten=self.decay.band_forgotten,
+            weibull_forgotten=self.decay.weibull.archive_below,
+        )
+
+    def curve(self, tenant_id: str, memory_id: UUID, *, days: int = 60, points: int = 61) -> StrengthCurve:
+        """The memory's strength from its anchor to ``days`` ahead and the dates it changes band."""
+        row = self.store.decay_row(tenant_id, memory_id)
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found")
+        policy = row["decay_policy"]
+        weibull = policy == "weibull"
+        state = StrengthState(
+            anchor=row["strength_anchor"],
+            anchor_at=row["strength_anchor_at"],
+            policy=policy,
+            rate=row["decay_rate"],
+            scale_days=row["decay_scale"] or self.decay.weibull.scale_base_days,
+            shape=row["decay_shape"] or self.decay.weibull.shape,
+        )
+        now = row["now"]
+        start, end = min(row["created_at"], state.anchor_at), now + timedelta(days=days)
+        span = end - start
+        samples = [start + span * (i / (points - 1)) for i in range(points)]
+        crossings = []
+        forgotten_below = self.decay.forgotten_below(policy)
+        for band, boundary in (
+            ("fading", self.decay.band_strong),
+            ("critical", self.decay.band_fading),
+            ("forgotten", forgotten_below),
+        ):
+            to = state.days_to(boundary)
+            if to is not None and to > 0:
+                crossings.append(BandCrossing(band=band, at=state.anchor_at + timedelta(days=to)))
+        strength = state.at(now)
+        return StrengthCurve(
+            memory_id=str(memory_id),
+            policy=policy,
+            rate=None if weibull else state.rate,
+            scale_days=state.scale_days if weibull else None,
+            shape=state.shape if weibull else None,
+            anchor=state.anchor,
+            anchored_at=state.anchor_at,
+            created_at=row["created_at"],
+            now=now,
+            strength_now=strength,
+            band_now=band_of(strength, self.decay, policy).value,
+            thresholds=self._thresholds(),
+            # before the anchor the row keeps no history: the anchor strength is drawn flat
+            points=[CurvePoint(at=t, strength=state.anchor if t < state.anchor_at else state.at(t)) for t in samples],
+            crossings=crossings,
         )

@@ -4,6 +4,8 @@ strength by the same closed forms as ``contextos.decay``, grouped in SQL."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
 
 from contextos.config import DecaySettings
 from contextos.store.db import Database
@@ -54,3 +56,16 @@ class ForecastStore:
         )
         now = rows[0]["at"] if rows else datetime.now(UTC)  # no memories: nothing to date by the database
         return now, [(r["day"], r["now_band"], r["alt_band"], r["n"]) for r in rows]
+
+    def decay_row(self, tenant_id: str, memory_id: UUID) -> dict[str, Any] | None:
+        """A live memory's decay anchors and policy parameters, and the database's now."""
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                """SELECT strength_anchor, strength_anchor_at, decay_policy, decay_rate, decay_scale, decay_shape,
+                          created_at, now() AS now
+                   FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s AND forgotten_at IS NULL""",
+                {"tenant": tenant_id, "id": memory_id},
+            ),
+        )
+        return rows[0] if rows else None

@@ -29,6 +29,7 @@ declare global {
     contextosGraph?: Graph;
     contextosRenderer?: Sigma;
     contextosFirstPaintMs?: number;
+    contextosFirstPaintAt?: number;
     contextosLayoutRunning?: boolean;
     contextosGraphEdgesApi?: number;
   }
@@ -166,7 +167,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       if (nodes.has(node.id)) continue;
       nodes.set(node.id, node);
       const [x, y] = seedPosition(node, groups, counts, total);
-      graph.addNode(node.id, { x, y, label: node.label, size: 3 + node.importance * 0.8, band: node.band, type: node.type, community: node.community });
+      graph.addNode(node.id, { x, y, label: node.label, size: 3 + node.importance * 0.8, band: node.band, memoryType: node.type, community: node.community });
     }
     if (!hops) loaded += page.nodes.length;
     for (const edge of page.edges as GraphEdge[]) {
@@ -279,6 +280,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   renderer.once("afterRender", () =>
     requestAnimationFrame(() => {
       window.contextosFirstPaintMs = performance.now() - started;
+      window.contextosFirstPaintAt = performance.now(); // from navigation: the page's time origin
       canvas.dataset.painted = "true";
     }),
   );
@@ -322,6 +324,12 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     renderer?.refresh();
   };
   const centre = (id: string) => {
+    // the reader asked for this memory: hold the layout still so it stays where the camera goes
+    if (layout?.isRunning()) {
+      layout.stop();
+      window.contextosLayoutRunning = false;
+      canvas.dataset.layout = "done";
+    }
     const display = renderer?.getNodeDisplayData(id);
     if (display) renderer!.getCamera().animate({ x: display.x, y: display.y, ratio: 0.15 }, { duration: 300 });
     showSelected(id);

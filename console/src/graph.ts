@@ -253,8 +253,8 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   renderer = new Sigma(graph, canvas, {
     renderEdgeLabels: false,
     labelRenderedSizeThreshold: 7,
-    labelDensity: 0.5,
-    labelGridCellSize: 120,
+    labelDensity: 0.4,
+    labelGridCellSize: 180,
     defaultEdgeType: "arrow",
     hideEdgesOnMove: false,
     zIndex: true,

@@ -63,7 +63,7 @@ function curveChart(curve: StrengthCurve): HTMLElement {
   const ticks = 4;
   for (let i = 0; i <= ticks; i++) {
     const at = new Date(t0 + ((t1 - t0) * i) / ticks).toISOString();
-    svg.append(svgEl("text", { x: x(at), y: H - B + 16, "text-anchor": "middle", "font-size": 11, fill: "#111", class: "x-tick" }, day(at)));
+    svg.append(svgEl("text", { x: x(at), y: H - B + 16, "text-anchor": i === 0 ? "start" : i === ticks ? "end" : "middle", "font-size": 11, fill: "#111", class: "x-tick" }, day(at)));
   }
   svg.append(svgEl("text", { x: (W + L) / 2, y: H - 6, "text-anchor": "middle", "font-size": 11, fill: "#111" }, "date"));
   svg.append(svgEl("polyline", { fill: "none", stroke: "#1d4ed8", "stroke-width": 2, points: curve.points.map((p) => `${x(p.at).toFixed(1)},${y(p.strength).toFixed(1)}`).join(" ") }));
@@ -92,24 +92,23 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
   const said = sessionStorage.getItem("contextos.outcome");
   sessionStorage.removeItem("contextos.outcome");
   if (said) outcome.textContent = said;
-  let memory: MemoryDetail;
-  try {
-    memory = await api<MemoryDetail>("GET", `/memories/${id}`);
-  } catch (error) {
-    if (!(error instanceof ApiError) || error.status !== 404) throw error;
+  // The curve route also answers for a forgotten memory (its owner may restore it), so a
+  // forgotten memory's page needs no request that would 404.
+  const curve = await api<StrengthCurve>("GET", `/forecast/memories/${id}`);
+  if (curve.forgotten_at) {
     view.append(
-      h("h2", {}, "Memory not readable"),
-      h("p", { class: "banner", id: "forgotten-banner", role: "note" }, "This memory is forgotten (or was never stored): no read returns it. Restore brings a forgotten memory back."),
+      h("h2", {}, "Forgotten memory"),
+      h("p", { class: "banner", id: "forgotten-banner", role: "note" }, `This memory was forgotten on ${day(curve.forgotten_at)}: no read returns it. Restore brings it back.`),
       button("Restore", act(() => api("POST", `/memories/${id}/restore`, {}), "restored"), { id: "restore" }),
       outcome,
       h("p", {}, link("#/memories?state=forgotten", "All forgotten memories")),
     );
     return;
   }
-  const [history, audit, curve] = await Promise.all([
+  const [memory, history, audit] = await Promise.all([
+    api<MemoryDetail>("GET", `/memories/${id}`),
     api<MemoryHistory>("GET", `/memories/${id}/history`).catch(() => null),
     api<AuditPage>("GET", `/audit?memory_id=${id}`).catch(() => ({ entries: [] }) as unknown as AuditPage),
-    api<StrengthCurve>("GET", `/forecast/memories/${id}`).catch(() => null),
   ]);
   const superseded = memory.state === "superseded";
   view.append(
@@ -119,7 +118,7 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
       : "",
     h("p", {}, `${memory.type} · importance ${memory.importance} · band ${memory.band} · ${memory.state} · ${memory.tier} · strength `, h("span", { id: "memory-strength" }, memory.strength.toFixed(3))),
     h("p", {}, memory.definition),
-    curve ? curveChart(curve) : h("p", {}, "No strength curve for this memory."),
+    curveChart(curve),
   );
   if (!superseded) {
     const label = h("input", { id: "edit-label", value: memory.label }) as HTMLInputElement;
@@ -286,7 +285,7 @@ export async function forecastView(view: HTMLElement, navigate: (hash: string) =
   const days = h("input", { id: "fc-days", type: "number", min: "1", max: "365", value: params.get("days") ?? "90" }) as HTMLInputElement;
   const policy = h("select", { id: "fc-policy" }, h("option", { value: "weibull" }, "Weibull"), h("option", { value: "exponential" }, "exponential (λ)")) as HTMLSelectElement;
   policy.value = params.get("policy") ?? "weibull";
-  const rate = h("input", { id: "fc-rate", type: "number", step: "0.01", min: "0.001", max: "0.999", value: params.get("rate") ?? "0.05" }) as HTMLInputElement;
+  const rate = h("input", { id: "fc-rate", type: "number", step: "any", min: "0.001", max: "0.999", value: params.get("rate") ?? "0.05" }) as HTMLInputElement;
   const form = h("form", { id: "fc-form", class: "controls" },
     h("label", { for: "fc-days" }, "Days ahead "), days, " ",
     h("label", { for: "fc-policy" }, "Compare with "), policy, " ",
@@ -314,6 +313,9 @@ export async function forecastView(view: HTMLElement, navigate: (hash: string) =
     seriesTable(forecast.alternative, forecast.memories, "fc-alternative"),
   );
 }
+
+const SHOWN = 25; // the weakest first; acting on them brings the next ones up
+const shown = (n: number) => (n > SHOWN ? ` (the first ${SHOWN} of ${n})` : "");
 
 export async function healthView(view: HTMLElement, rerender: Rerender): Promise<void> {
   const [health, gov] = await Promise.all([api<HealthReport>("GET", "/health"), api<GovernanceReport>("GET", "/governance")]);
@@ -348,19 +350,19 @@ export async function healthView(view: HTMLElement, rerender: Rerender): Promise
         { id: "governance-table" },
       ),
     ),
-    h("h3", {}, "Decay candidates"),
+    h("h3", {}, `Decay candidates${shown(gov.decay_candidates.items.length)}`),
     scroll(
       table(
         ["memory", "type", "strength", "last access", "action"],
-        gov.decay_candidates.items.map((m) => [ref(m), m.type, m.strength.toFixed(3), m.last_accessed_at.slice(0, 10), button("Forget", act(() => forget(m.id, "decay candidate")), { class: "gov-forget" })]),
+        gov.decay_candidates.items.slice(0, SHOWN).map((m) => [ref(m), m.type, m.strength.toFixed(3), m.last_accessed_at.slice(0, 10), button("Forget", act(() => forget(m.id, "decay candidate")), { class: "gov-forget" })]),
         { id: "decay-candidates" },
       ),
     ),
-    h("h3", {}, "Conflict candidates"),
+    h("h3", {}, `Conflict candidates${shown(gov.conflict_candidates.items.length)}`),
     scroll(
       table(
         ["memory A", "memory B", "found by", "reason", "action"],
-        gov.conflict_candidates.items.map((c) => [
+        gov.conflict_candidates.items.slice(0, SHOWN).map((c) => [
           ref(c.a),
           ref(c.b),
           c.found_by,
@@ -370,11 +372,11 @@ export async function healthView(view: HTMLElement, rerender: Rerender): Promise
         { id: "conflict-candidates" },
       ),
     ),
-    h("h3", {}, "Consolidation candidates"),
+    h("h3", {}, `Consolidation candidates${shown(gov.consolidation.items.length)}`),
     scroll(
       table(
         ["keep", "members", "similarity", "action"],
-        gov.consolidation.items.map((c) => {
+        gov.consolidation.items.slice(0, SHOWN).map((c) => {
           const keep = c.members.find((m) => m.id === c.keep);
           const others = c.members.filter((m) => m.id !== c.keep);
           return [

@@ -74,6 +74,8 @@ class StrengthCurve(BaseModel):
     the console draws this, it does not re-estimate the policy."""
 
     memory_id: str
+    state: str
+    forgotten_at: datetime | None = Field(default=None, description="set when the memory is forgotten (restorable)")
     policy: str
     rate: float | None = None
     scale_days: float | None = None

@@ -51,10 +51,12 @@ def truth(stack):
     key = container.keys().create(tenant, "truth-user", principal="user", provenance_ceiling=Provenance.user_turn)
     t = Tenant(stack, key, tenant)
     t.documents = {filename: ingest(t, text, filename) for text, filename in DOCS}
-    status, held = http(t, "POST", "/v1/documents", {"text": POISON, "filename": "partner.md", "provenance": "external_doc"})
+    status, held = http(
+        t, "POST", "/v1/documents", {"text": POISON, "filename": "partner.md", "provenance": "external_doc"}
+    )
     assert status == 202
     for files in batches(graph_files(1200, prefix="seed "), 600):
-        status, report = http(t, "POST", "/v1/import", {"files": files})
+        status, report = http(t, "POST", "/v1/import", {"files": files}, timeout=600)  # slow on a loaded machine
         assert status == 200 and report["counts"].get("created") == len(files), report["counts"]
     current, old = uuid.uuid4(), uuid.uuid4()
     superseding = [
@@ -134,16 +136,15 @@ def test_the_graph_draws_every_edge_and_band_the_api_sends(tpage, truth):
     assert len(all_nodes) > 1000
     assert int(tpage.get_attribute("#graph-canvas", "data-nodes")) == len(all_nodes)
     assert int(tpage.get_attribute("#graph-canvas", "data-edges")) == len(all_edges)
-    drawn = tpage.evaluate(
-        "() => window.contextosGraph.mapEdges((e, a, s, t) => [s, t, a.edgeType].join('|')).sort()"
-    )
+    drawn = tpage.evaluate("() => window.contextosGraph.mapEdges((e, a, s, t) => [s, t, a.edgeType].join('|')).sort()")
     assert drawn == sorted(f"{e['src']}|{e['dst']}|{e['type']}" for e in all_edges)
 
     # every band the API sends has its own colour, a legend entry, and its nodes wear that colour
     bands = {n["band"] for n in all_nodes}
     assert bands == {"strong", "fading", "critical", "forgotten"}
     legend = {
-        e.get_attribute("data-key"): e.get_attribute("data-colour") for e in tpage.locator("#graph-legend [data-key]").all()
+        e.get_attribute("data-key"): e.get_attribute("data-colour")
+        for e in tpage.locator("#graph-legend [data-key]").all()
     }
     assert bands <= set(legend) and len({legend[b] for b in bands}) == len(bands)
     for node in all_nodes[:300]:
@@ -289,7 +290,9 @@ def test_forget_then_reload_then_restore(tpage, truth):
 def test_the_forecast_totals_equal_the_tenants_memory_count(tpage, truth):
     count, cursor = 0, None
     while True:
-        status, page = http(truth, "GET", "/v1/memories?state=active&limit=500" + (f"&cursor={cursor}" if cursor else ""))
+        status, page = http(
+            truth, "GET", "/v1/memories?state=active&limit=500" + (f"&cursor={cursor}" if cursor else "")
+        )
         count += len(page["memories"])
         cursor = page["next_cursor"]
         if not cursor:
@@ -343,7 +346,9 @@ def test_on_a_phone_wide_tables_scroll_inside_their_card(browser, truth):
     page.click("#key-form button")
     for view in ("memories", "sessions", "documents", "forecast", "health"):
         show(page, view)
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390, view  # the page itself never scrolls sideways
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, (
+            view
+        )  # the page itself never scrolls sideways
         screenshot(page, f"truth-phone-{view}")
     context.close()
     assert errors == []

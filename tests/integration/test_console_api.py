@@ -93,6 +93,8 @@ def test_forgotten_memories_are_listed_only_when_asked_for_and_restore_from_ther
     status, page = call_api("GET", "/v1/memories", tenant, query={"state": "forgotten"})
     assert status == 200
     assert [m["id"] for m in page["memories"]] == [gone] and page["memories"][0]["forgotten_at"]
+    status, curve = call_api("GET", f"/v1/forecast/memories/{gone}", tenant)
+    assert status == 200 and curve["forgotten_at"]  # the console's page of it needs no 404
     assert call_api("POST", f"/v1/memories/{gone}/restore", tenant, {})[0] == 200
     status, page = call_api("GET", "/v1/memories", tenant, query={"state": "forgotten"})
     assert page["memories"] == []

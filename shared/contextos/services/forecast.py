@@ -101,6 +101,8 @@ class ForecastService:
         strength = state.at(now)
         return StrengthCurve(
             memory_id=str(memory_id),
+            state=row["state"],
+            forgotten_at=row["forgotten_at"],
             policy=policy,
             rate=None if weibull else state.rate,
             scale_days=state.scale_days if weibull else None,

@@ -58,13 +58,14 @@ class ForecastStore:
         return now, [(r["day"], r["now_band"], r["alt_band"], r["n"]) for r in rows]
 
     def decay_row(self, tenant_id: str, memory_id: UUID) -> dict[str, Any] | None:
-        """A live memory's decay anchors and policy parameters, and the database's now."""
+        """A memory's decay anchors and policy parameters, its state, and the database's now (a
+        forgotten memory too: its owner may restore it)."""
         rows = self.db.tenant_read(
             tenant_id,
             (
                 """SELECT strength_anchor, strength_anchor_at, decay_policy, decay_rate, decay_scale, decay_shape,
-                          created_at, now() AS now
-                   FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s AND forgotten_at IS NULL""",
+                          created_at, state, forgotten_at, now() AS now
+                   FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s""",
                 {"tenant": tenant_id, "id": memory_id},
             ),
         )

@@ -138,7 +138,9 @@ def main() -> None:
         keys = {}
         for n in args.sizes:
             tenant = f"console-bench-{n}-{uuid.uuid4().hex[:6]}"
-            keys[n] = container.keys().create(tenant, "bench", principal="user", provenance_ceiling=Provenance.user_turn)
+            keys[n] = container.keys().create(
+                tenant, "bench", principal="user", provenance_ceiling=Provenance.user_turn
+            )
             detail[f"seed_s_{n}"] = round(seed(stack.api_url, keys[n], n), 1)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -160,7 +162,9 @@ def main() -> None:
         stack.stop()
     base = args.sizes[0]
     for n in args.sizes[1:]:
-        detail[f"first_paint_ratio_{n}_vs_{base}"] = round(figures[f"first_paint_ms_{n}"] / figures[f"first_paint_ms_{base}"], 2)
+        detail[f"first_paint_ratio_{n}_vs_{base}"] = round(
+            figures[f"first_paint_ms_{n}"] / figures[f"first_paint_ms_{base}"], 2
+        )
         detail[f"pan_zoom_p95_ratio_{n}_vs_{base}"] = round(
             figures[f"pan_zoom_p95_ms_{n}"] / max(figures[f"pan_zoom_p95_ms_{base}"], 0.1), 2
         )

@@ -163,7 +163,8 @@ def test_the_graph_draws_every_edge_and_band_the_api_sends(tpage, truth):
     tpage.select_option("#filter-band", "critical")
     hidden = tpage.evaluate(
         """() => { const r = window.contextosRenderer; const g = window.contextosGraph;
-                   return g.filterNodes((id, a) => a.band !== 'critical' && !r.getNodeDisplayData(id).hidden).length }"""
+                   return g.filterNodes((id, a) => a.band !== 'critical' && !r.getNodeDisplayData(id).hidden)
+                     .length }"""
     )
     assert hidden == 0
     assert tpage.errors == []
@@ -208,7 +209,8 @@ def test_search_centres_the_node(tpage, truth):
     hit = tpage.get_attribute("#graph-results button.centre", "data-id")
     tpage.wait_for_timeout(500)
     x, y = tpage.evaluate(
-        """id => { const r = window.contextosRenderer; const p = r.graphToViewport(window.contextosGraph.getNodeAttributes(id));
+        """id => { const r = window.contextosRenderer;
+                   const p = r.graphToViewport(window.contextosGraph.getNodeAttributes(id));
                    const d = r.getDimensions(); return [p.x / d.width, p.y / d.height] }""",
         hit,
     )
@@ -290,9 +292,7 @@ def test_forget_then_reload_then_restore(tpage, truth):
 def test_the_forecast_totals_equal_the_tenants_memory_count(tpage, truth):
     count, cursor = 0, None
     while True:
-        status, page = http(
-            truth, "GET", "/v1/memories?state=active&limit=500" + (f"&cursor={cursor}" if cursor else "")
-        )
+        _, page = http(truth, "GET", "/v1/memories?state=active&limit=500" + (f"&cursor={cursor}" if cursor else ""))
         count += len(page["memories"])
         cursor = page["next_cursor"]
         if not cursor:
@@ -330,7 +330,6 @@ def test_every_view_has_no_console_errors_and_is_kept_as_a_screenshot(tpage, tru
     show(tpage, "sessions/truth-session")
     tpage.wait_for_selector("#session-detail")
     screenshot(tpage, "truth-session")
-    assert "57" not in tpage.inner_text("#view") or True
     show(tpage, "health")
     assert tpage.inner_text("#health-score").endswith(" / 100")
     assert tpage.errors == [], tpage.errors

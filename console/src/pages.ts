@@ -381,7 +381,7 @@ export async function healthView(view: HTMLElement, rerender: Rerender): Promise
           const others = c.members.filter((m) => m.id !== c.keep);
           return [
             keep ? ref(keep) : c.keep,
-            h("span", {}, ...others.flatMap((m) => [ref(m), " "])),
+            h("span", {}, ...others.slice(0, 10).flatMap((m) => [ref(m), " "]), others.length > 10 ? `and ${others.length - 10} more` : ""),
             `${c.min_similarity.toFixed(2)}–${c.max_similarity.toFixed(2)}`,
             button("Merge into the kept one", act(async () => { for (const m of others) await forget(m.id, `merged into ${c.keep}`); })),
           ];

@@ -85,13 +85,13 @@ def api_edges(api_url: str, key: str, n: int) -> tuple[int, int]:
     return nodes, edges
 
 
-def measure(browser, api_url: str, key: str, n: int, steps: int) -> dict:
+def measure(browser, api_url: str, key: str, n: int, steps: int, variant: str = "") -> dict:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.add_init_script(f"sessionStorage.setItem('contextos.apiKey', {json.dumps(key)})")
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.goto(f"{api_url}/console/#/graph?nodes={n}")
+    page.goto(f"{api_url}/console/#/graph?nodes={n}{f'&render={variant}' if variant else ''}")
     page.wait_for_selector('#graph-canvas[data-painted="true"]', timeout=300_000)
     first_paint = page.evaluate("window.contextosFirstPaintAt")
     page.wait_for_function("() => window.contextosLayoutRunning === false", timeout=120_000)
@@ -109,6 +109,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--runs", type=int, default=2, help="page loads per size (median first paint)")
+    parser.add_argument("--variants", nargs="*", default=[], help="console render variants measured beside the default")
+    parser.add_argument("--report", default="console_graph")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="contextos-console-bench-"))
@@ -157,6 +159,18 @@ def main() -> None:
                 detail[f"nodes_drawn_{n}"] = runs[-1]["nodes_drawn"]
                 detail[f"pan_zoom_median_ms_{n}"] = round(statistics.median(steps), 1)
                 detail[f"first_paint_runs_ms_{n}"] = [round(r["first_paint_ms"], 1) for r in runs]
+                for variant in args.variants:  # interleaved with the default in the same run
+                    vruns = [measure(browser, stack.api_url, keys[n], n, args.steps, variant) for _ in range(args.runs)]
+                    vsteps = [t for r in vruns for t in r["steps"]]
+                    detail[f"{variant}_first_paint_ms_{n}"] = round(
+                        statistics.median(r["first_paint_ms"] for r in vruns), 1
+                    )
+                    detail[f"{variant}_pan_zoom_p95_ms_{n}"] = round(p95(vsteps), 1)
+                    detail[f"{variant}_pan_zoom_median_ms_{n}"] = round(statistics.median(vsteps), 1)
+                    detail[f"{variant}_edges_drawn_{n}"] = vruns[-1]["edges_drawn"]
+                    detail[f"{variant}_pan_zoom_p95_ratio_vs_default_{n}"] = round(
+                        detail[f"{variant}_pan_zoom_p95_ms_{n}"] / max(figures[f"pan_zoom_p95_ms_{n}"], 0.1), 2
+                    )
             browser.close()
     finally:
         stack.stop()
@@ -177,7 +191,7 @@ def main() -> None:
         "bench_process_cpu_s": round((cpu_after.user - cpu_before.user) + (cpu_after.system - cpu_before.system), 1),
     }
     write_report(
-        "console_graph",
+        args.report,
         figures,
         title="Console graph view in headless Chromium against the real local stack",
         notes=[

@@ -80,6 +80,10 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   const started = performance.now();
   const params = new URLSearchParams(location.hash.split("?")[1] ?? "");
   const want = Math.max(PAGE, Number(params.get("nodes") ?? PAGE) || PAGE);
+  // `render=lean`: straight edges without arrow heads, no z-ordering, fewer labels (measured by
+  // benchmarks/console_graph.py against the default on the CPU renderer)
+  const lean = params.get("render") === "lean";
+  const edgeProgram = lean ? "line" : "arrow";
   const select = (id: string, label: string, options: [string, string][]) =>
     h("select", { id, "aria-label": label }, ...options.map(([value, text]) => h("option", { value }, text))) as HTMLSelectElement;
   const colourBy = select("colour-by", "Colour by", [["band", "band"], ["type", "type"], ["community", "community"]]);
@@ -175,7 +179,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       if (graph.hasEdge(key) || !graph.hasNode(edge.src) || !graph.hasNode(edge.dst)) continue;
       if (!hops) apiEdges += 1;
       if (!edgeTypes.includes(edge.type)) edgeTypes.push(edge.type);
-      graph.addEdgeWithKey(key, edge.src, edge.dst, { type: "arrow", edgeType: edge.type, weight: edge.weight, color: edgeColour(edge.type, edgeTypes), size: 0.5 + edge.weight });
+      graph.addEdgeWithKey(key, edge.src, edge.dst, { type: edgeProgram, edgeType: edge.type, weight: edge.weight, color: edgeColour(edge.type, edgeTypes), size: 0.5 + edge.weight });
     }
   };
 
@@ -252,12 +256,12 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   disposeGraph();
   renderer = new Sigma(graph, canvas, {
     renderEdgeLabels: false,
-    labelRenderedSizeThreshold: 7,
+    labelRenderedSizeThreshold: lean ? 14 : 7,
     labelDensity: 0.4,
     labelGridCellSize: 180,
-    defaultEdgeType: "arrow",
+    defaultEdgeType: edgeProgram,
     hideEdgesOnMove: false,
-    zIndex: true,
+    zIndex: !lean,
     nodeReducer: (id, attrs) => {
       const node = nodes.get(id)!;
       const hidden =

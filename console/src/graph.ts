@@ -1,8 +1,53 @@
 import Graph from "graphology";
+import forceAtlas2 from "graphology-layout-forceatlas2";
+import FA2Layout from "graphology-layout-forceatlas2/worker";
 import Sigma from "sigma";
 import { api } from "./api";
-import { h } from "./dom";
+import { button, h } from "./dom";
 import { attachKeyboard } from "./keyboard";
+import { BAND_COLOURS, BANDS, type GraphEdge, type GraphNode, type MemoryGraph } from "./types";
+
+const PAGE = 1000; // the API's largest graph page
+const EDGE_COLOURS: Record<string, string> = {
+  related: "#0f766e",
+  supersedes: "#7c3aed",
+  corroborates: "#15803d",
+  contradicts: "#be185d",
+  derived_from: "#854d0e",
+};
+const SPARE_EDGE_COLOURS = ["#334155", "#0369a1", "#a16207", "#9d174d"];
+// Eight distinguishable community colours; past eight the smaller communities share "other".
+const COMMUNITY_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#0e7490"];
+const OTHER = "#9ca3af";
+const TYPE_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#0e7490", "#4d7c0f", "#a21caf", "#c2410c", "#475569"];
+const LAYOUT_MS = 4000; // ForceAtlas2 runs this long in its worker, then the layout holds still
+
+type ColourMode = "band" | "type" | "community";
+
+declare global {
+  interface Window {
+    contextosGraph?: Graph;
+    contextosRenderer?: Sigma;
+    contextosFirstPaintMs?: number;
+    contextosFirstPaintAt?: number;
+    contextosLayoutRunning?: boolean;
+    contextosGraphEdgesApi?: number;
+  }
+}
+
+let renderer: Sigma | null = null;
+let layout: FA2Layout | null = null;
+
+// Leaving the graph: stop the worker and free the WebGL contexts (a killed renderer never redraws
+// into a detached container, so no "Container has no width" either).
+export function disposeGraph(): void {
+  layout?.kill();
+  layout = null;
+  renderer?.kill();
+  renderer = null;
+  window.contextosRenderer = undefined;
+  window.contextosLayoutRunning = false;
+}
 
 function swatch(colour: string): HTMLElement {
   const el = h("span", { class: "swatch" });
@@ -10,141 +55,307 @@ function swatch(colour: string): HTMLElement {
   return el;
 }
 
-interface GraphNode {
-  id: string;
-  label: string;
-  type: string;
-  band: string;
-  importance: number;
-  community: number | null;
-}
-interface GraphEdge {
-  source: string;
-  target: string;
-  type: string;
-}
-interface GraphPage {
-  nodes: GraphNode[];
-  edges: GraphEdge[];
-  truncated: boolean;
+function edgeColour(type: string, known: string[]): string {
+  return EDGE_COLOURS[type] ?? SPARE_EDGE_COLOURS[known.indexOf(type) % SPARE_EDGE_COLOURS.length];
 }
 
-export const BAND_COLOURS: Record<string, string> = {
-  strong: "#1d4ed8",
-  fading: "#b45309",
-  weak: "#b91c1c",
-  archive: "#4b5563",
-};
-const EDGE_COLOURS = ["#0f766e", "#7c3aed", "#be185d", "#854d0e", "#334155"];
-const COMMUNITY_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#4b5563"];
-
-let renderer: Sigma | null = null;
-
-declare global {
-  interface Window {
-    contextosGraph?: Graph;
-    contextosFirstPaintMs?: number;
-  }
-}
-
-// Clusters on a ring, nodes on a golden-angle spiral inside their cluster: O(n), stable, no worker.
-function place(nodes: GraphNode[], groupOf: (n: GraphNode) => string): Map<string, [number, number]> {
-  const groups = new Map<string, GraphNode[]>();
-  for (const node of nodes) {
-    const key = groupOf(node);
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key)!.push(node);
-  }
-  const positions = new Map<string, [number, number]>();
-  const ring = groups.size > 1 ? Math.sqrt(nodes.length) * 2 : 0;
-  [...groups.values()].forEach((members, g) => {
-    const angle = (2 * Math.PI * g) / groups.size;
-    const cx = ring * Math.cos(angle);
-    const cy = ring * Math.sin(angle);
-    members.forEach((node, i) => {
-      const r = Math.sqrt(i + 1);
-      const theta = i * 2.399963;
-      positions.set(node.id, [cx + r * Math.cos(theta), cy + r * Math.sin(theta)]);
-    });
-  });
-  return positions;
+// A cheap first placement (communities, else types, on a ring; golden-angle spiral inside each)
+// so the first frame is already grouped; ForceAtlas2 then refines it in its worker.
+function seedPosition(node: GraphNode, groups: Map<string, number>, counts: Map<string, number>, total: number): [number, number] {
+  const key = node.community === null || node.community === undefined ? `t:${node.type}` : `c:${node.community}`;
+  if (!groups.has(key)) groups.set(key, groups.size);
+  const g = groups.get(key)!;
+  const i = counts.get(key) ?? 0;
+  counts.set(key, i + 1);
+  const ring = Math.sqrt(total) * 3;
+  const angle = g * 2.399963;
+  const cx = g ? ring * Math.sqrt(g) * Math.cos(angle) : 0;
+  const cy = g ? ring * Math.sqrt(g) * Math.sin(angle) : 0;
+  const r = Math.sqrt(i + 1);
+  const theta = i * 2.399963;
+  return [cx + r * Math.cos(theta), cy + r * Math.sin(theta)];
 }
 
 export async function graphView(view: HTMLElement, navigate: (hash: string) => void): Promise<void> {
   const started = performance.now();
-  const colourBy = h("select", { id: "colour-by" }, h("option", { value: "band" }, "band"), h("option", { value: "community" }, "community")) as HTMLSelectElement;
+  const params = new URLSearchParams(location.hash.split("?")[1] ?? "");
+  const want = Math.max(PAGE, Number(params.get("nodes") ?? PAGE) || PAGE);
+  // `render=lean`: straight edges without arrow heads, no z-ordering, fewer labels (measured by
+  // benchmarks/console_graph.py against the default on the CPU renderer)
+  const lean = params.get("render") === "lean";
+  const edgeProgram = lean ? "line" : "arrow";
+  const select = (id: string, label: string, options: [string, string][]) =>
+    h("select", { id, "aria-label": label }, ...options.map(([value, text]) => h("option", { value }, text))) as HTMLSelectElement;
+  const colourBy = select("colour-by", "Colour by", [["band", "band"], ["type", "type"], ["community", "community"]]);
+  const bandFilter = select("filter-band", "Band", [["", "any band"], ...BANDS.map((b): [string, string] => [b, b])]);
+  const typeFilter = select("filter-type", "Type", [["", "any type"]]);
+  const communityFilter = select("filter-community", "Community", [["", "any community"]]);
+  const userId = h("input", { id: "filter-user", size: "10", value: params.get("user_id") ?? "" }) as HTMLInputElement;
+  const agentId = h("input", { id: "filter-agent", size: "10", value: params.get("agent_id") ?? "" }) as HTMLInputElement;
+  const tag = h("input", { id: "filter-tag", size: "10", value: params.get("tag") ?? "" }) as HTMLInputElement;
+  const scopeForm = h(
+    "form",
+    { id: "graph-scope", class: "controls" },
+    h("label", { for: "filter-user" }, "user_id "), userId, " ",
+    h("label", { for: "filter-agent" }, "agent_id "), agentId, " ",
+    h("label", { for: "filter-tag" }, "tag "), tag, " ",
+    h("button", { type: "submit" }, "Apply scope"),
+  );
   const search = h("input", { id: "graph-search", type: "search", placeholder: "label contains…" }) as HTMLInputElement;
   const results = h("ul", { id: "graph-results", "aria-label": "Matching memories" });
   const status = h("p", { id: "graph-status", role: "status" }, "loading…");
-  const canvas = h("div", {
-    id: "graph-canvas",
-    tabindex: "0",
-    role: "application",
-    "aria-label": "Memory graph",
-    "aria-describedby": "graph-keys",
-  });
+  const more = h("p", { id: "graph-more" });
+  const canvas = h("div", { id: "graph-canvas", tabindex: "0", role: "application", "aria-label": "Memory graph", "aria-describedby": "graph-keys" });
   const focusStatus = h("p", { id: "graph-focus", role: "status", "aria-live": "polite" });
-  const keys = h("p", { id: "graph-keys", class: "hint" }, "Keyboard: focus the graph, then arrow keys move between memories, Enter opens one, + and − zoom, Escape lets go.");
+  const selected = h("div", { id: "graph-selected", role: "region", "aria-label": "Selected memory" });
+  const legend = h("div", { id: "graph-legend", class: "legend", "aria-label": "Node colours" });
+  const edgeLegend = h("div", { id: "edge-legend", class: "legend", "aria-label": "Edge colours" });
+  const keys = h("p", { id: "graph-keys", class: "hint" }, "Keyboard: focus the graph, then arrow keys move between memories, Enter opens one, + and − zoom, Escape lets go. Click a memory to show its neighbours.");
   view.append(
     h("h2", {}, "Memory graph"),
-    h("label", { for: "colour-by" }, "Colour by "),
-    colourBy,
-    " ",
-    h("label", { for: "graph-search" }, "Search "),
-    search,
+    h("div", { class: "controls" },
+      h("label", { for: "colour-by" }, "Colour by "), colourBy, " ",
+      h("label", { for: "filter-band" }, "Band "), bandFilter, " ",
+      h("label", { for: "filter-type" }, "Type "), typeFilter, " ",
+      h("label", { for: "filter-community" }, "Community "), communityFilter, " ",
+      h("label", { for: "graph-search" }, "Search "), search,
+    ),
+    scopeForm,
     status,
+    more,
     results,
     keys,
+    legend,
+    edgeLegend,
     canvas,
     focusStatus,
-    h("p", { class: "legend" }, ...Object.entries(BAND_COLOURS).map(([band, colour]) => h("span", {}, swatch(colour), band))),
+    selected,
   );
-  const page = await api<GraphPage>("GET", "/graph?limit=1000");
+  scopeForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const q = new URLSearchParams();
+    if (userId.value.trim()) q.set("user_id", userId.value.trim());
+    if (agentId.value.trim()) q.set("agent_id", agentId.value.trim());
+    if (tag.value.trim()) q.set("tag", tag.value.trim());
+    navigate(`#/graph${q.size ? `?${q}` : ""}`);
+  });
+
+  const scope = new URLSearchParams();
+  for (const name of ["user_id", "agent_id", "tag"]) if (params.get(name)) scope.set(name, params.get(name)!);
+  const fetchPage = (offset: number) => api<MemoryGraph>("GET", `/graph?${new URLSearchParams({ limit: String(PAGE), offset: String(offset), ...Object.fromEntries(scope) })}`);
+
   const graph = new Graph({ multi: true, type: "directed" });
-  const edgeTypes = [...new Set(page.edges.map((e) => e.type))];
-  const colourOf = (node: GraphNode, by: string): string =>
-    by === "community"
-      ? COMMUNITY_COLOURS[(node.community ?? 0) % COMMUNITY_COLOURS.length]
-      : (BAND_COLOURS[node.band] ?? "#4b5563");
-  const positions = place(page.nodes, (n) => (n.community === null ? "none" : String(n.community)));
-  for (const node of page.nodes) {
-    const [x, y] = positions.get(node.id)!;
-    graph.addNode(node.id, { x, y, label: node.label, size: 2 + node.importance, color: colourOf(node, "band"), band: node.band });
-  }
-  for (const edge of page.edges) {
-    if (graph.hasNode(edge.source) && graph.hasNode(edge.target)) {
-      graph.addEdge(edge.source, edge.target, {
-        label: edge.type,
-        color: EDGE_COLOURS[edgeTypes.indexOf(edge.type) % EDGE_COLOURS.length],
-        size: 1,
-      });
+  const nodes = new Map<string, GraphNode>();
+  const groups = new Map<string, number>();
+  const counts = new Map<string, number>();
+  const edgeTypes: string[] = [];
+  let apiEdges = 0;
+  let loaded = 0;
+  let truncated = false;
+  let mode: ColourMode = "band";
+  let communityRank = new Map<number, number>();
+  let focus: { id: string; neighbours: Set<string> } | null = null;
+
+  const communityColour = (c: number | null | undefined): string => {
+    if (c === null || c === undefined) return OTHER;
+    const rank = communityRank.get(c);
+    return rank !== undefined && rank < COMMUNITY_COLOURS.length ? COMMUNITY_COLOURS[rank] : OTHER;
+  };
+  const types = () => [...new Set([...nodes.values()].map((n) => n.type))].sort();
+  const colourOf = (node: GraphNode): string =>
+    mode === "community" ? communityColour(node.community) : mode === "type" ? TYPE_COLOURS[types().indexOf(node.type) % TYPE_COLOURS.length] : BAND_COLOURS[node.band];
+
+  const add = (page: MemoryGraph, hops = false) => {
+    const total = nodes.size + page.nodes.length;
+    for (const node of page.nodes) {
+      if (nodes.has(node.id)) continue;
+      nodes.set(node.id, node);
+      const [x, y] = seedPosition(node, groups, counts, total);
+      graph.addNode(node.id, { x, y, label: node.label, size: 3 + node.importance * 0.8, band: node.band, memoryType: node.type, community: node.community });
     }
+    if (!hops) loaded += page.nodes.length;
+    for (const edge of page.edges as GraphEdge[]) {
+      const key = `${edge.src}|${edge.dst}|${edge.type}`;
+      if (graph.hasEdge(key) || !graph.hasNode(edge.src) || !graph.hasNode(edge.dst)) continue;
+      if (!hops) apiEdges += 1;
+      if (!edgeTypes.includes(edge.type)) edgeTypes.push(edge.type);
+      graph.addEdgeWithKey(key, edge.src, edge.dst, { type: edgeProgram, edgeType: edge.type, weight: edge.weight, color: edgeColour(edge.type, edgeTypes), size: 0.5 + edge.weight });
+    }
+  };
+
+  const recolour = () => {
+    const sizes = new Map<number, number>();
+    for (const n of nodes.values()) if (n.community !== null && n.community !== undefined) sizes.set(n.community, (sizes.get(n.community) ?? 0) + 1);
+    communityRank = new Map([...sizes.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([c], i) => [c, i]));
+    graph.forEachNode((id) => graph.setNodeAttribute(id, "color", colourOf(nodes.get(id)!)));
+    drawLegends();
+  };
+
+  const drawLegends = () => {
+    const entry = (key: string, colour: string, text: string) => h("span", { "data-key": key, "data-colour": colour }, swatch(colour), text);
+    legend.replaceChildren(h("strong", {}, `Colour: ${mode} `));
+    if (mode === "band") {
+      const present = new Map<string, number>();
+      for (const n of nodes.values()) present.set(n.band, (present.get(n.band) ?? 0) + 1);
+      for (const band of BANDS) legend.append(entry(band, BAND_COLOURS[band], `${band} (${present.get(band) ?? 0})`));
+    } else if (mode === "type") {
+      types().forEach((t, i) => legend.append(entry(t, TYPE_COLOURS[i % TYPE_COLOURS.length], t)));
+    } else {
+      const ranked = [...communityRank.keys()];
+      ranked.slice(0, COMMUNITY_COLOURS.length).forEach((c) => legend.append(entry(String(c), communityColour(c), `community ${c}`)));
+      const rest = ranked.length - COMMUNITY_COLOURS.length;
+      const none = [...nodes.values()].some((n) => n.community === null || n.community === undefined);
+      if (rest > 0 || none) legend.append(entry("other", OTHER, rest > 0 ? `${rest} smaller communities${none ? " and unassigned" : ""}` : "no community yet"));
+    }
+    edgeLegend.replaceChildren(h("strong", {}, "Edges "), ...edgeTypes.map((t) => entry(t, edgeColour(t, edgeTypes), t)));
+    if (!edgeTypes.length) edgeLegend.append(h("span", {}, "none among these memories"));
+  };
+
+  const refreshOptions = () => {
+    const keep = [typeFilter.value, communityFilter.value];
+    typeFilter.replaceChildren(h("option", { value: "" }, "any type"), ...types().map((t) => h("option", { value: t }, t)));
+    communityFilter.replaceChildren(h("option", { value: "" }, "any community"), ...[...communityRank.keys()].map((c) => h("option", { value: String(c) }, `community ${c}`)));
+    [typeFilter.value, communityFilter.value] = keep;
+  };
+
+  const showStatus = () => {
+    status.textContent = `${graph.order} memories, ${graph.size} edges${truncated ? " (more available)" : ""}`;
+    canvas.dataset.nodes = String(graph.order);
+    canvas.dataset.edges = String(graph.size);
+    window.contextosGraphEdgesApi = apiEdges;
+    more.replaceChildren();
+    if (truncated) more.append(button(`Load ${PAGE} more`, () => loadMore(), { id: "graph-load-more" }));
+  };
+
+  const runLayout = () => {
+    layout?.kill();
+    if (graph.order < 2) return;
+    layout = new FA2Layout(graph, { settings: { ...forceAtlas2.inferSettings(graph), barnesHutOptimize: graph.order > 500, slowDown: 5 } });
+    layout.start();
+    window.contextosLayoutRunning = true;
+    const mine = layout;
+    setTimeout(() => {
+      if (layout !== mine) return;
+      mine.stop();
+      window.contextosLayoutRunning = false;
+      canvas.dataset.layout = "done";
+    }, LAYOUT_MS);
+  };
+
+  // The first pages in parallel: page k's edges reach back only into pages before it.
+  const pages = await Promise.all(Array.from({ length: Math.ceil(want / PAGE) }, (_, i) => i * PAGE).map((offset, i) => (i === 0 ? fetchPage(0) : fetchPage(offset).catch(() => null))));
+  for (const page of pages) {
+    if (!page) break;
+    add(page);
+    truncated = page.truncated;
+    if (!page.truncated) break;
   }
-  renderer?.kill();
-  renderer = new Sigma(graph, canvas, { renderEdgeLabels: false, labelRenderedSizeThreshold: 8 });
+  recolour();
+  refreshOptions();
+
+  disposeGraph();
+  renderer = new Sigma(graph, canvas, {
+    renderEdgeLabels: false,
+    labelRenderedSizeThreshold: lean ? 14 : 7,
+    labelDensity: 0.4,
+    labelGridCellSize: 180,
+    defaultEdgeType: edgeProgram,
+    hideEdgesOnMove: false,
+    zIndex: !lean,
+    nodeReducer: (id, attrs) => {
+      const node = nodes.get(id)!;
+      const hidden =
+        (bandFilter.value && node.band !== bandFilter.value) ||
+        (typeFilter.value && node.type !== typeFilter.value) ||
+        (communityFilter.value && String(node.community) !== communityFilter.value);
+      if (hidden) return { ...attrs, hidden: true };
+      if (focus && id !== focus.id && !focus.neighbours.has(id)) return { ...attrs, color: "#e5e7eb", label: "", zIndex: 0 };
+      if (focus) return { ...attrs, highlighted: id === focus.id || attrs.highlighted, zIndex: 1, forceLabel: true };
+      return attrs;
+    },
+    edgeReducer: (id, attrs) => {
+      if (focus && !graph.extremities(id).includes(focus.id)) return { ...attrs, hidden: true };
+      return attrs;
+    },
+  });
+  window.contextosRenderer = renderer;
   window.contextosGraph = graph;
-  // The constructor already drew once; a synchronous refresh fires afterRender with our listener on,
-  // and the next animation frame is when the browser has put those pixels on screen.
+  // The next animation frame after sigma's first render is when the pixels are on screen.
   renderer.once("afterRender", () =>
     requestAnimationFrame(() => {
       window.contextosFirstPaintMs = performance.now() - started;
+      window.contextosFirstPaintAt = performance.now(); // from navigation: the page's time origin
       canvas.dataset.painted = "true";
     }),
   );
   renderer.refresh();
-  renderer.on("clickNode", ({ node }) => navigate(`#/memory/${node}`));
+  runLayout();
+  showStatus();
+
+  const loadMore = async () => {
+    more.replaceChildren("loading…");
+    const page = await fetchPage(loaded);
+    add(page);
+    truncated = page.truncated;
+    recolour();
+    refreshOptions();
+    runLayout();
+    showStatus();
+  };
+  const showSelected = (id: string) => {
+    const node = nodes.get(id)!;
+    const neighbours = new Set(graph.neighbors(id));
+    focus = { id, neighbours };
+    selected.replaceChildren(
+      h("h3", {}, node.label),
+      h("p", {}, `${node.type} · band ${node.band} · importance ${node.importance} · ${neighbours.size} neighbours shown`),
+      h("a", { href: `#/memory/${id}`, id: "graph-open" }, "Open this memory"),
+      " ",
+      button("Expand neighbours", async () => {
+        add(await api<MemoryGraph>("GET", `/memories/${id}/graph?hops=1&limit=200`), true);
+        recolour();
+        refreshOptions();
+        showSelected(id);
+        showStatus();
+      }, { id: "graph-expand" }),
+      " ",
+      button("Clear selection", () => {
+        focus = null;
+        selected.replaceChildren();
+        renderer?.refresh();
+      }),
+    );
+    renderer?.refresh();
+  };
+  const centre = (id: string) => {
+    // the reader asked for this memory: hold the layout still so it stays where the camera goes
+    if (layout?.isRunning()) {
+      layout.stop();
+      window.contextosLayoutRunning = false;
+      canvas.dataset.layout = "done";
+    }
+    const display = renderer?.getNodeDisplayData(id);
+    if (display) renderer!.getCamera().animate({ x: display.x, y: display.y, ratio: 0.15 }, { duration: 300 });
+    showSelected(id);
+  };
+
+  renderer.on("clickNode", ({ node }) => showSelected(node));
+  renderer.on("doubleClickNode", ({ node }) => navigate(`#/memory/${node}`));
   attachKeyboard(canvas, renderer, graph, (text) => (focusStatus.textContent = text), (id) => navigate(`#/memory/${id}`));
-  status.textContent = `${graph.order} memories, ${graph.size} edges${page.truncated ? " (truncated)" : ""}`;
   colourBy.addEventListener("change", () => {
-    const byId = new Map(page.nodes.map((n) => [n.id, n]));
-    graph.forEachNode((id) => graph.setNodeAttribute(id, "color", colourOf(byId.get(id)!, colourBy.value)));
+    mode = colourBy.value as ColourMode;
+    recolour();
   });
+  for (const filter of [bandFilter, typeFilter, communityFilter]) filter.addEventListener("change", () => renderer?.refresh());
   search.addEventListener("input", () => {
     const needle = search.value.trim().toLowerCase();
     results.replaceChildren();
     if (!needle) return;
-    const hits = page.nodes.filter((n) => n.label.toLowerCase().includes(needle)).slice(0, 20);
-    for (const hit of hits) results.append(h("li", {}, h("a", { href: `#/memory/${hit.id}` }, hit.label)));
-    graph.forEachNode((id, attrs) => graph.setNodeAttribute(id, "highlighted", hits.some((x) => x.id === id) && attrs.label !== undefined));
+    const hits = [...nodes.values()].filter((n) => n.label.toLowerCase().includes(needle)).slice(0, 20);
+    for (const hit of hits) {
+      results.append(
+        h("li", {}, h("a", { href: `#/memory/${hit.id}` }, hit.label), " ", button("Centre", () => centre(hit.id), { class: "centre", "data-id": hit.id, "aria-label": `Centre ${hit.label}` })),
+      );
+    }
   });
 }

@@ -1,6 +1,7 @@
 import { api, ApiError, getKey, setKey } from "./api";
 import { bar, button, h, table } from "./dom";
-import { graphView } from "./graph";
+import { disposeGraph, graphView } from "./graph";
+import { documentView, forecastView, healthView, memoriesView, memoryView } from "./pages";
 
 type Json = Record<string, any>;
 const view = document.getElementById("view")!;
@@ -12,78 +13,6 @@ function navigate(hash: string): void {
 function fail(error: unknown): void {
   const message = error instanceof ApiError ? `${error.status} ${error.code}: ${error.message}` : String(error);
   view.append(h("p", { class: "error", role: "alert" }, message));
-}
-
-// Strength past and projected: the exponential policy S(t) = S0·(1−λ)^days, λ read back from the
-// memory's current strength since its last access (the API reports strength, not λ).
-function strengthCurve(memory: Json): HTMLElement {
-  const day = 86_400_000;
-  const anchor = Date.parse(memory.last_accessed_at);
-  const now = Date.now();
-  const elapsed = Math.max((now - anchor) / day, 1e-6);
-  const rate = Math.min(Math.max(1 - Math.pow(Math.max(memory.strength, 1e-9), 1 / elapsed), 0), 0.99);
-  const start = Math.min(Date.parse(memory.created_at), anchor);
-  const end = now + 60 * day;
-  const points: string[] = [];
-  const steps = 60;
-  for (let i = 0; i <= steps; i++) {
-    const t = start + ((end - start) * i) / steps;
-    const s = t < anchor ? 1 : Math.pow(1 - rate, (t - anchor) / day);
-    points.push(`${((i / steps) * 300).toFixed(1)},${(100 - s * 100).toFixed(1)}`);
-  }
-  const nowX = (((now - start) / (end - start)) * 300).toFixed(1);
-  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("viewBox", "0 0 300 100");
-  svg.setAttribute("width", "450");
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", `Strength ${memory.strength.toFixed(3)} now, projected 60 days ahead`);
-  svg.innerHTML = `<polyline fill="none" stroke="#1d4ed8" stroke-width="2" points="${points.join(" ")}"/><line x1="${nowX}" x2="${nowX}" y1="0" y2="100" stroke="#b45309" stroke-dasharray="3"/>`;
-  return h("figure", {}, svg, h("figcaption", {}, "Strength: past to now (dashed line), then projected 60 days"));
-}
-
-async function memoryView(id: string): Promise<void> {
-  const memory = await api<Json>("GET", `/memories/${id}`);
-  const history = await api<Json>("GET", `/memories/${id}/history`).catch((): Json => ({}));
-  const audit = await api<Json>("GET", `/audit?memory_id=${id}`).catch(() => ({ entries: [] }));
-  const label = h("input", { id: "edit-label", value: memory.label }) as HTMLInputElement;
-  const definition = h("textarea", { id: "edit-definition", rows: "4", cols: "70" }, memory.definition) as HTMLTextAreaElement;
-  const importance = h("input", { id: "edit-importance", type: "number", min: "1", max: "10", value: String(memory.importance) }) as HTMLInputElement;
-  const reason = h("input", { id: "forget-reason", value: "" }) as HTMLInputElement;
-  const outcome = h("p", { id: "memory-outcome", role: "status" });
-  const act = (fn: () => Promise<unknown>, done: string) => async () => {
-    try {
-      await fn();
-      outcome.textContent = done;
-    } catch (error) {
-      outcome.textContent = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
-    }
-  };
-  view.append(
-    h("h2", {}, memory.label),
-    h("p", {}, `${memory.type} · importance ${memory.importance} · band ${memory.band} · ${memory.state} · strength `, h("span", { id: "memory-strength" }, memory.strength.toFixed(3))),
-    strengthCurve(memory),
-    h("h3", {}, "Edit"),
-    h("label", { for: "edit-label" }, "Label "), label, h("br"),
-    h("label", { for: "edit-definition" }, "Definition "), definition, h("br"),
-    h("label", { for: "edit-importance" }, "Importance "), importance, " ",
-    button("Save", act(() => api("PATCH", `/memories/${id}`, { label: label.value, definition: definition.value, importance: Number(importance.value) }), "saved")),
-    h("h3", {}, "Forget or restore"),
-    h("label", { for: "forget-reason" }, "Reason "), reason, " ",
-    button("Forget", act(() => api("DELETE", `/memories/${id}${reason.value ? `?reason=${encodeURIComponent(reason.value)}` : ""}`), "forgotten"), { id: "forget" }),
-    " ",
-    button("Restore", act(() => api("POST", `/memories/${id}/restore`, {}), "restored"), { id: "restore" }),
-    outcome,
-    h("h3", {}, "Sources"),
-    table(["source", "excerpt", "at"], (memory.sources ?? []).map((s: Json) => [s.filename ?? s.session_id ?? s.document_id ?? "", s.definition, s.created_at])),
-    h("h3", {}, "History"),
-    table(
-      ["label", "state", "valid from", "superseded by"],
-      (history.versions ?? []).map((v: Json) => [v.label, v.state, v.valid_from ?? "", v.superseded_by ?? ""]),
-      { id: "history-table" },
-    ),
-    h("h3", {}, "Audit"),
-    table(["#", "at", "actor", "action", "reason"], (audit.entries ?? []).map((e: Json) => [e.chain_seq, e.at, e.actor, e.action, e.reason ?? ""])),
-  );
 }
 
 async function reviewView(): Promise<void> {
@@ -108,6 +37,11 @@ async function reviewView(): Promise<void> {
         h("h3", {}, item.label),
         h("p", {}, item.definition),
         h("p", {}, `${item.provenance} · trust ${item.trust} · ${item.reason}`),
+        item.document_id
+          ? h("p", {}, h("a", { href: `#/documents/${item.document_id}`, class: "review-source" }, "Source document"))
+          : item.session_id
+            ? h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(item.session_id)}`, class: "review-source" }, `Source session ${item.session_id}`))
+            : "",
         h("label", { for: `reason-${item.id}` }, "Reason "),
         reason,
         " ",
@@ -161,39 +95,17 @@ async function simulateView(): Promise<void> {
   view.append(h("h2", {}, "Simulation (dry run)"), form, out);
 }
 
-async function healthView(): Promise<void> {
-  const health = await api<Json>("GET", "/health");
-  const gov = await api<Json>("GET", "/governance");
-  view.append(
-    h("h2", {}, "Health"),
-    h("p", { class: "badge", id: "health-score", "aria-label": "health score" }, String(health.score)),
-    table(["component", "weight", "score", "definition"], health.components.map((c: Json) => [c.name, c.weight, c.score === null ? "n/a" : bar(c.score, c.name), c.definition])),
-    h("h2", {}, "Governance"),
-    table(
-      ["finding", "total"],
-      [
-        ["decay candidates", gov.decay_candidates.total],
-        ["conflict candidates", gov.conflict_candidates.total],
-        ["consolidation candidates", gov.consolidation.total],
-        ["god nodes", gov.god_nodes.total],
-        ["communities", gov.communities.total],
-      ],
-      { id: "governance-table" },
-    ),
-  );
-}
-
 async function documentsView(): Promise<void> {
   const page = await api<Json>("GET", "/documents");
   const rows = await Promise.all(
     page.documents.map(async (d: Json) => {
       const detail = await api<Json>("GET", `/documents/${d.id}`).catch(() => ({ counts: {} }));
-      return [d.filename ?? d.id, d.status, d.error ?? "", detail.counts?.memories_created ?? "", detail.counts?.held_for_review ?? "", d.created_at];
+      return [h("a", { href: `#/documents/${d.id}` }, d.filename ?? d.id), d.status, d.error ?? "", detail.counts?.memories_created ?? "", detail.counts?.held_for_review ?? "", d.created_at];
     }),
   );
   view.append(
     h("h2", {}, "Documents"),
-    table(["document", "status", "error", "memories created", "held", "created"], rows, { id: "documents-table" }),
+    h("div", { class: "scroll" }, table(["document", "status", "error", "memories created", "held", "created"], rows, { id: "documents-table" })),
   );
 }
 
@@ -259,7 +171,7 @@ async function sessionsView(selected?: string): Promise<void> {
   view.append(
     h("h2", {}, "Sessions"),
     h("label", { for: "session-status" }, "Status "), status,
-    h("table", { id: "sessions-table" }, h("thead", {}, h("tr", {}, ...headers.map((name) => h("th", { scope: "col" }, name)))), body),
+    h("div", { class: "scroll" }, h("table", { id: "sessions-table" }, h("thead", {}, h("tr", {}, ...headers.map((name) => h("th", { scope: "col" }, name)))), body)),
     more,
     form,
     detail,
@@ -289,28 +201,36 @@ function route(): Promise<void> {
 async function render(): Promise<void> {
   const hash = location.hash || "#/graph";
   const [, name, arg] = hash.split("?")[0].split("/");
+  disposeGraph();
   view.replaceChildren();
   for (const link of document.querySelectorAll("nav a")) {
     if (link.getAttribute("href") === `#/${name}`) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
   if (!getKey()) {
-    view.append(h("p", { role: "alert" }, "Enter your API key above to begin."));
+    view.append(h("p", { role: "alert", id: "key-prompt" }, "Enter your API key above to begin."));
     return;
   }
   view.dataset.view = name;
   view.dataset.ready = "false";
   try {
-    if (name === "memory" && arg) await memoryView(arg);
+    if (name === "memory" && arg) await memoryView(view, arg, route);
+    else if (name === "memories") await memoriesView(view, navigate, route);
     else if (name === "review") await reviewView();
     else if (name === "simulate") await simulateView();
-    else if (name === "health") await healthView();
+    else if (name === "forecast") await forecastView(view, navigate);
+    else if (name === "health") await healthView(view, route);
+    else if (name === "documents" && arg) await documentView(view, arg);
     else if (name === "documents") await documentsView();
     else if (name === "sessions") await sessionsView(arg ? decodeURIComponent(arg) : undefined);
     else if (name === "reminders") await remindersView();
     else await graphView(view, navigate);
   } catch (error) {
-    fail(error);
+    if (error instanceof ApiError && error.status === 401) {
+      // A wrong or expired key: only the prompt, not a broken view.
+      disposeGraph();
+      view.replaceChildren(h("p", { role: "alert", id: "key-prompt" }, "That API key was not accepted. Enter a valid key above."));
+    } else fail(error);
   }
   view.dataset.ready = "true";
 }

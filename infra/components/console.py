@@ -39,6 +39,8 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "img-src 'self' data:",
         "font-src 'self'",
         "connect-src 'self'",
+        # ForceAtlas2 runs in a worker its library starts from a blob: URL
+        "worker-src blob:",
         "base-uri 'none'",
         "form-action 'self'",
         "frame-ancestors 'none'",

@@ -375,3 +375,11 @@ def uploads():  # -> UploadService
     from contextos.services.uploads import UploadService
 
     return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")), tickets=memory_store())
+
+
+def forecast():  # -> ForecastService
+    from contextos.services.forecast import ForecastService
+    from contextos.store.forecast import ForecastStore
+
+    settings = get_settings()
+    return ForecastService(store=ForecastStore(database(), settings.decay), decay=settings.decay)

@@ -17,7 +17,7 @@ class MemoryListQuery(ScopeFilter):
 
     band: Band | None = None
     type: MemoryType | None = None
-    state: Literal["active", "superseded", "archived"] | None = None
+    state: Literal["active", "superseded", "archived", "forgotten"] | None = None
     tier: Literal["hot", "cold"] | None = None
     prefix: str | None = Field(default=None, min_length=1, max_length=200, description="Label starts with this.")
     limit: int = Field(default=50, ge=1, le=500)
@@ -45,6 +45,8 @@ class MemoryListItem(BaseModel):
     version: int
     created_at: datetime
     updated_at: datetime
+    superseded_by: UUID | None = None
+    forgotten_at: datetime | None = Field(default=None, description="set on a forgotten memory (restorable)")
 
 
 class MemoryPage(BaseModel):

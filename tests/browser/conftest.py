@@ -87,10 +87,10 @@ def screenshot(page, name: str) -> None:
 
 def show(page, view: str) -> None:
     page.evaluate("v => { location.hash = v }", f"#/{view}")
-    page.wait_for_selector(f'#view[data-view="{view.split("/")[0]}"][data-ready="true"]')
+    page.wait_for_selector(f'#view[data-view="{view.split("/")[0].split("?")[0]}"][data-ready="true"]')
 
 
-def http(stack, method, path, body=None, key=None):
+def http(stack, method, path, body=None, key=None, timeout=30):
     key = key or stack.console_key
     request = urllib.request.Request(
         stack.api_url + path,
@@ -99,7 +99,7 @@ def http(stack, method, path, body=None, key=None):
         headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})},
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())

@@ -37,3 +37,11 @@ def test_a_missing_build_and_a_write_get_clear_json_errors(tmp_path):
     status, headers, body = ConsoleApp(tmp_path / "nothing").resolve("GET", "/")
     assert status == 503 and headers["content-type"] == "application/json" and b"console_not_built" in body
     assert ConsoleApp(build(tmp_path)).resolve("POST", "/")[0] == 405
+
+
+def test_config_json_is_empty_locally_and_the_deployments_own_when_written(tmp_path):
+    dist = build(tmp_path)
+    status, headers, body = ConsoleApp(dist).resolve("GET", "/config.json")
+    assert status == 200 and headers["content-type"] == "application/json" and body == b"{}"  # no 404 in the console
+    (dist / "config.json").write_text('{"apiBaseUrl": "https://example.test"}')
+    assert b"example.test" in ConsoleApp(dist).resolve("GET", "/config.json")[2]

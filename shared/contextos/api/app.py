@@ -55,6 +55,7 @@ ROUTE_GROUPS: dict[str, tuple[str, ...]] = {
     "contextos.api.workspace": ("workspace", "import", "export"),
     "contextos.api.settings": ("settings",),
     "contextos.api.erasure": ("erasure",),
+    "contextos.api.forecast": ("forecast",),
 }
 
 

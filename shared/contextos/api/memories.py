@@ -60,7 +60,10 @@ def memory_history(memory_id: Annotated[UUID, Path()]) -> MemoryHistory:
 def list_memories(
     band: Annotated[Band | None, Query()] = None,
     type: Annotated[MemoryType | None, Query()] = None,
-    state: Annotated[Literal["active", "superseded", "archived"] | None, Query()] = None,
+    state: Annotated[
+        Literal["active", "superseded", "archived", "forgotten"] | None,
+        Query(description="forgotten: the memories a forget removed from every read (restorable)"),
+    ] = None,
     tier: Annotated[Literal["hot", "cold"] | None, Query()] = None,
     user_id: Annotated[str | None, Query(max_length=200)] = None,
     agent_id: Annotated[str | None, Query(max_length=200)] = None,
@@ -130,12 +133,19 @@ def memory_graph(
     return container.memories().graph(require(router, Verb.read).tenant_id, memory_id, hops=hops, limit=limit)
 
 
-@router.get("/graph", summary="The tenant's most important memories and the edges among them (bounded)")
+@router.get(
+    "/graph",
+    summary="A page of the tenant's memories, most important first, and the edges to them from this or earlier pages",
+)
 def tenant_graph(
     limit: Annotated[int, Query(ge=1, le=1000)] = 300,
+    offset: Annotated[int, Query(ge=0, le=1_000_000, description="memories to skip: the next page")] = 0,
     user_id: Annotated[str | None, Query(max_length=200)] = None,
     agent_id: Annotated[str | None, Query(max_length=200)] = None,
     run_id: Annotated[str | None, Query(max_length=200)] = None,
+    tag: Annotated[list[str] | None, Query(description="Repeat for all-of")] = None,
 ) -> MemoryGraph:
-    scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id)
-    return container.memories().tenant_graph(require(router, Verb.read).tenant_id, limit=limit, scope=scope)
+    scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id, tags=tag or [])
+    return container.memories().tenant_graph(
+        require(router, Verb.read).tenant_id, limit=limit, offset=offset, scope=scope
+    )

@@ -34,6 +34,9 @@ class ConsoleApp:
         relative = unquote(path).lstrip("/") or "index.html"
         if "\x00" in relative:
             return _error(404, "not_found", "no such console file")
+        if relative == "config.json" and not (self.dist / relative).is_file():
+            # A deployment writes its own; locally the API is this origin, which an empty config means.
+            return 200, {"content-type": "application/json", "cache-control": "no-cache"}, b"{}"
         target = (self.dist / relative).resolve()
         if not target.is_relative_to(self.dist) or not target.is_file():
             return _error(404, "not_found", "no such console file")

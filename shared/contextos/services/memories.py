@@ -127,8 +127,10 @@ class MemoryService:
         )
         return _graph(nodes, edges, truncated)
 
-    def tenant_graph(self, tenant_id: str, *, limit: int = 300, scope: ScopeFilter | None = None) -> MemoryGraph:
-        nodes, edges, truncated = self._management.tenant_graph(tenant_id, limit=limit, scope=scope)
+    def tenant_graph(
+        self, tenant_id: str, *, limit: int = 300, offset: int = 0, scope: ScopeFilter | None = None
+    ) -> MemoryGraph:
+        nodes, edges, truncated = self._management.tenant_graph(tenant_id, limit=limit, offset=offset, scope=scope)
         return _graph(nodes, edges, truncated)
 
     # -- edits -------------------------------------------------------------------------------

@@ -61,26 +61,47 @@ class GraphReads:
         return rows_of(GraphNodeRow, nodes), edges, truncated
 
     def tenant_graph(
-        self, tenant_id: str, *, limit: int, scope: ScopeFilter | None = None
+        self, tenant_id: str, *, limit: int, offset: int = 0, scope: ScopeFilter | None = None
     ) -> tuple[list[GraphNodeRow], list[GraphEdgeRow], bool]:
-        """The tenant's ``limit`` most important live memories and the edges among them (the console)."""
+        """One page of the tenant's live memories, most important first (the console), and the edges
+        with an end on this page whose other end is on it or an earlier one: paging through every
+        page returns each edge among the loaded memories exactly once."""
         strength = current_strength("m")
-        params = {"tenant": tenant_id, "limit": limit + 1} | scope_params(scope)
+        params = {"tenant": tenant_id, "limit": limit + 1, "offset": offset} | scope_params(scope)
+        live = f"""m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
+                   AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}"""
+        order = "m.importance DESC, m.access_count DESC, m.id"
         with self.db.tenant_tx(tenant_id) as conn:
             nodes = conn.execute(
                 f"""SELECT m.id, m.label, m.type, m.importance, 0 AS hops, {strength} AS strength,
                            {band_case(strength, self.decay)} AS band, c.community
                     FROM memories m
                     LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                    WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
-                      AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}
-                    ORDER BY m.importance DESC, m.access_count DESC, m.id
-                    LIMIT %(limit)s""",
+                    WHERE {live}
+                    ORDER BY {order}
+                    LIMIT %(limit)s OFFSET %(offset)s""",
                 params,
             ).fetchall()
             truncated = len(nodes) > limit
             nodes = nodes[:limit]
-            edges = self._edges_among(conn, tenant_id, [n["id"] for n in nodes])
+            ids = [n["id"] for n in nodes]
+            if offset == 0 or not ids:
+                edges = self._edges_among(conn, tenant_id, ids)
+            else:
+                edges = rows_of(
+                    GraphEdgeRow,
+                    conn.execute(
+                        f"""WITH loaded AS (
+                                SELECT m.id FROM memories m WHERE {live} ORDER BY {order} LIMIT %(upto)s
+                            )
+                            SELECT r.src_id, r.dst_id, r.type, r.weight FROM relationships r
+                            WHERE r.tenant_id = %(tenant)s
+                              AND ((r.src_id = ANY(%(ids)s) AND r.dst_id IN (SELECT id FROM loaded))
+                                OR (r.dst_id = ANY(%(ids)s) AND r.src_id IN (SELECT id FROM loaded)))
+                            ORDER BY r.weight DESC, r.src_id, r.dst_id""",
+                        params | {"ids": ids, "upto": offset + len(ids)},
+                    ).fetchall(),
+                )
         return rows_of(GraphNodeRow, nodes), edges, truncated
 
     @staticmethod

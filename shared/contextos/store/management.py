@@ -34,7 +34,8 @@ from pgvector import Vector
 from psycopg.types.json import Jsonb
 
 LIST_COLUMNS = """m.id, m.label, m.definition, m.type, m.importance, m.tier, m.state, m.provenance, m.always_load,
-    m.protected, m.user_id, m.agent_id, m.run_id, m.tags, m.metadata, m.version, m.created_at, m.updated_at"""
+    m.protected, m.user_id, m.agent_id, m.run_id, m.tags, m.metadata, m.version, m.created_at, m.updated_at,
+    m.superseded_by, m.forgotten_at"""
 
 # The columns an edit may set, and the ones a revision keeps.
 EDITABLE = ("label", "definition", "importance", "type", "tags", "metadata", "always_load", "protected")
@@ -67,15 +68,16 @@ class ManagementStore(GraphReads):
 
     # -- listing ---------------------------------------------------------------------------
     def list_memories(self, tenant_id: str, query: MemoryListQuery) -> tuple[list[MemoryListRow], str | None]:
-        """One keyset page, newest first; a forgotten memory is never listed."""
+        """One keyset page, newest first; a forgotten memory is listed only when ``state`` asks for them."""
         strength = current_strength("m")
+        forgotten = query.state == "forgotten"  # only asked for: restorable, never in another read
         where = [
             "m.tenant_id = %(tenant)s",
-            "m.forgotten_at IS NULL",
+            "m.forgotten_at IS NOT NULL" if forgotten else "m.forgotten_at IS NULL",
             scope_predicate("m", query, self.db.dialect.name, enumerates=True),
         ]
         params: dict[str, Any] = {"tenant": tenant_id, "limit": query.limit + 1} | scope_params(query)
-        for field in ("type", "state", "tier"):
+        for field in ("type", "tier") if forgotten else ("type", "state", "tier"):
             value = getattr(query, field)
             if value is not None:
                 where.append(f"m.{field} = %({field})s")

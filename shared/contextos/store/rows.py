@@ -379,6 +379,8 @@ class MemoryListRow(MemoryText):
     updated_at: datetime
     strength: float
     band: str
+    superseded_by: UUID | None
+    forgotten_at: datetime | None
 
 
 class DocumentListRow(TypedDict):

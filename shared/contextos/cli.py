@@ -311,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_workspace(sub, api_flags, _Target)
 
+    from contextos.hooks import register as register_hooks
+
+    register_hooks(sub, api_flags)
     register(sub, api_flags)
     return parser
 

@@ -22,6 +22,7 @@ from contextos.cli_verbs import (
     register_keys,
     scope_flags,
     scope_of,
+    sdk_target,
 )
 
 
@@ -311,9 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_workspace(sub, api_flags, _Target)
 
+    from contextos.cli_chats import register as register_chats
     from contextos.hooks import register as register_hooks
 
     register_hooks(sub, api_flags)
+    register_chats(sub, api_flags, sdk_target)
     register(sub, api_flags)
     return parser
 

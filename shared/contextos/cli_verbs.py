@@ -22,7 +22,7 @@ class ApiUnreachable(Exception):
         super().__init__(f"cannot reach the API at {url}: {reason}")
 
 
-def _sdk(args: argparse.Namespace) -> tuple[Any, Any]:
+def sdk_target(args: argparse.Namespace) -> tuple[Any, Any]:
     """(SDK client, the target to close): the API the CLI's other verbs talk to."""
     from contextos.cli import _Target
     from contextos.sdk import Client
@@ -37,7 +37,7 @@ def _api_verb(run: Callable[[Any, argparse.Namespace], Any]) -> Callable[[argpar
 
         from contextos.sdk import ApiError
 
-        client, target = _sdk(args)
+        client, target = sdk_target(args)
         try:
             run(client, args)
         except ApiError as exc:

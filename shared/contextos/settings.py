@@ -62,6 +62,7 @@ class Settings(BaseSettings):
     ingest_queue_url: str | None = None
     local_queue_prefix: str = "contextos"  # queue names in the local stack's moto
     conversation_queue_url: str | None = None
+    event_bus_name: str = "contextos-memory-events"  # lifecycle events (S11)
 
     # Models.
     embedder: Literal["local", "bedrock"] = "local"

@@ -32,6 +32,7 @@ class LocalStack:
     lifecycle_every_s: float = LIFECYCLE_EVERY_S
     governance_every_s: float = GOVERNANCE_EVERY_S
     sweep_every_s: float | None = None  # default: the configured sweeper schedule (5 minutes)
+    events_every_s: float = 2.0  # the lifecycle events' relay (every minute when deployed)
     poll_wait_s: int = 1
     visibility_timeout_s: int = 30
     aws: LocalAws | None = None
@@ -52,6 +53,7 @@ class LocalStack:
             queue_prefix=settings.local_queue_prefix,
             visibility_timeout_s=self.visibility_timeout_s,
             port=self.moto_port,
+            event_bus=settings.event_bus_name,
         )
         os.environ["CONTEXTOS_INGEST_QUEUE_URL"] = self.aws.ingest_queue_url
         os.environ["CONTEXTOS_CONVERSATION_QUEUE_URL"] = self.aws.conversation_queue_url
@@ -81,6 +83,7 @@ class LocalStack:
             ),
             Scheduler("contextos-lifecycle", "lifecycle", self.lifecycle_every_s),
             Scheduler("contextos-governance", "governance", self.governance_every_s),
+            Scheduler("contextos-events", "events", self.events_every_s),
             Scheduler(
                 "contextos-session-sweeper",
                 "sweeper",
@@ -107,6 +110,7 @@ class LocalStack:
             "aws_endpoint": self.aws.endpoint,
             "upload_bucket": self.aws.upload_bucket,
             "upload_prefix": get_settings().upload_prefix,
+            "event_bus": get_settings().event_bus_name,
             "pid": os.getpid(),
         } | ({"mcp_url": self.api_url + "/mcp"} if "/mcp" in self.mounts else {})
 

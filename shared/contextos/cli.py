@@ -49,17 +49,9 @@ class ApiClient:
 
 
 def _running_stack() -> dict | None:
-    from contextos.local.stack import state_file
+    from contextos.local.stack import running_stack
 
-    path = state_file()
-    if not path.exists():
-        return None
-    state = json.loads(path.read_text())
-    try:
-        urllib.request.urlopen(state["api_url"] + "/v1/swagger", timeout=2).close()
-    except OSError:
-        return None
-    return state
+    return running_stack()
 
 
 class _Target:

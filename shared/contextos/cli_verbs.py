@@ -150,9 +150,13 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from contextos.mcp.run import serve
+    from contextos.mcp.run import NoStack, serve
 
-    serve(http_port=args.http, host=args.host, api_url=args.api, api_key=args.key, tenant=args.tenant)
+    try:
+        serve(http_port=args.http, host=args.host, api_url=args.api, api_key=args.key, tenant=args.tenant)
+    except NoStack as exc:
+        print(f"contextos mcp: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

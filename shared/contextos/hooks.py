@@ -132,12 +132,11 @@ def api_target(api_url: str | None, api_key: str | None) -> tuple[str, str] | No
     key = api_key or os.environ.get("CONTEXTOS_API_KEY")
     if url:
         return url, key or ""
-    from contextos.local.stack import state_file
+    from contextos.local.stack import running_stack
 
-    path = state_file()
-    if not path.exists():
+    state = running_stack()
+    if state is None:
         return None
-    state = json.loads(path.read_text())
     return state["api_url"], key or state["api_key"]
 
 

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     database_name: str | None = None
     database_dialect: Dialect = "postgres"
     data_dir: Path = Path(".contextos")
+    # Where a running ``contextos dev`` also says where it is, so a CLI, hook or MCP client started
+    # from any other folder finds it (the data dir above is relative to the folder it started in).
+    local_stack_pointer: Path = Field(default_factory=lambda: Path.home() / ".contextos" / "stack.json")
     pool_min_size: int = 1
     pool_max_size: int = 8
     secret_max_age_s: int = 300

@@ -115,9 +115,13 @@ class LocalStack:
         } | ({"mcp_url": self.api_url + "/mcp"} if "/mcp" in self.mounts else {})
 
     def _write_state(self) -> None:
-        path = state_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.state(), indent=2))
+        state = self.state() | {"data_dir": str(get_settings().data_dir.resolve())}
+        for path in (state_file(), stack_pointer()):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(state, indent=2))
+            except OSError:  # a read-only home: the stack still runs, found from its own folder
+                logger.warning("could not write the stack's address", extra={"path": str(path)})
 
     def stop(self) -> None:
         for worker in self.workers:
@@ -128,9 +132,9 @@ class LocalStack:
             self.bridge.stop()
         if self.aws:
             self.aws.stop()
-        path = state_file()
-        if path.exists() and json.loads(path.read_text() or "{}").get("pid") == os.getpid():
-            path.unlink()
+        for path in (state_file(), stack_pointer()):
+            if path.exists() and json.loads(path.read_text() or "{}").get("pid") == os.getpid():
+                path.unlink()
         container.reset()
 
 
@@ -144,3 +148,25 @@ def quiet_local_logs() -> None:
 
 def state_file() -> Path:
     return get_settings().data_dir / "stack.json"
+
+
+def stack_pointer() -> Path:
+    return get_settings().local_stack_pointer
+
+
+def running_stack() -> dict | None:
+    """The ``contextos dev`` that is up: this folder's, else the one the user's pointer names (its
+    process alive and its port accepting connections: a cheap check, run before every CLI verb)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    for path in (state_file(), stack_pointer()):
+        try:
+            state = json.loads(path.read_text())
+            os.kill(int(state["pid"]), 0)
+            where = urlsplit(state["api_url"])
+            socket.create_connection((where.hostname, where.port or 80), timeout=2).close()
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return state
+    return None

@@ -36,7 +36,7 @@ from contextos.observability import metrics
 from contextos.ports import AdmissionPort
 from contextos.store.governance import GovernanceStore
 from contextos.store.promotion import Promotion
-from contextos.trust import candidate_signals, cap_provenance, gate_trust
+from contextos.trust import candidate_signals, claim_provenance, gate_trust
 
 GENESIS_HASH = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -113,7 +113,7 @@ class GovernanceService:
     ) -> MemoryAdmission:
         """A memory written by hand goes through the same gates as everything else."""
         cfg = self.settings
-        provenance = cap_provenance(request.provenance or ceiling, ceiling, cfg.governance)
+        provenance = claim_provenance(request.provenance, ceiling, ceiling, cfg.governance)
         modifiers = cfg.extraction.generic_modifiers
         key = norm_key(request.label, modifiers)
         if not key:

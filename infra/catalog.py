@@ -33,6 +33,7 @@ class Access(StrEnum):
     ERASE = "erase"
     BEDROCK_EMBED = "bedrock-embed"
     BEDROCK_TEXT = "bedrock-text"  # extractor and judge (Converse)
+    EVENTS_PUT = "events-put"  # lifecycle events onto the memory-events bus
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,13 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         memory_mb=1024,
         # conflict candidates: the most similar pairs go through the contradiction judge (Converse)
         access=frozenset({A.DB_SECRET, A.BEDROCK_TEXT}),
+    ),
+    FunctionSpec(
+        "events",
+        "Lifecycle events every minute: new memory decisions onto the event bus (S11)",
+        timeout_seconds=60,
+        memory_mb=512,
+        access=frozenset({A.DB_SECRET, A.EVENTS_PUT}),
     ),
     FunctionSpec(
         "migrate",

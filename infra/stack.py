@@ -9,6 +9,7 @@ from infra.catalog import FUNCTIONS, UPLOAD_PREFIX
 from infra.components.api import Api
 from infra.components.console import Console
 from infra.components.database import Database, migrations_fingerprint
+from infra.components.events import LifecycleEvents
 from infra.components.functions import Dependencies, Functions
 from infra.components.ingestion import Ingestion
 from infra.components.network import Network
@@ -44,6 +45,7 @@ class ContextOsStack(Stack):
             max_acu=config.aurora_max_acu,
             cockroach_secret_name=config.cockroach_secret_name,
         )
+        lifecycle_events = LifecycleEvents(self, "LifecycleEvents", key=ingestion.key)
         functions = Functions(
             self,
             "Functions",
@@ -57,6 +59,7 @@ class ContextOsStack(Stack):
                 cold_bucket=storage.cold,
                 ingest_queue=ingestion.ingest.queue,
                 conversation_queue=ingestion.conversation.queue,
+                event_bus=lifecycle_events.bus,
                 embedding_model_id=config.embedding_model_id,
                 text_model_id=config.text_model_id,
             ),

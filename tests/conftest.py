@@ -7,6 +7,7 @@ apart in one database, the same way it keeps customers apart.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -21,6 +22,8 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 for name in ("CONTEXTOS_DATABASE_URL", "CONTEXTOS_DATABASE_SECRET_ARN", "AWS_PROFILE"):
     os.environ.pop(name, None)
+# The suite's stacks say where they are here, never in the home folder of whoever runs the tests.
+os.environ["CONTEXTOS_LOCAL_STACK_POINTER"] = str(Path(tempfile.mkdtemp(prefix="contextos-tests-")) / "stack.json")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -54,6 +55,7 @@ class Dependencies:
     cold_bucket: s3.IBucket
     ingest_queue: sqs.IQueue
     conversation_queue: sqs.IQueue
+    event_bus: events.IEventBus
     embedding_model_id: str
     text_model_id: str
 
@@ -110,6 +112,7 @@ class Functions(Construct):
             "CONTEXTOS_COLD_BUCKET": d.cold_bucket.bucket_name,
             "CONTEXTOS_INGEST_QUEUE_URL": d.ingest_queue.queue_url,
             "CONTEXTOS_CONVERSATION_QUEUE_URL": d.conversation_queue.queue_url,
+            "CONTEXTOS_EVENT_BUS_NAME": d.event_bus.event_bus_name,
             "CONTEXTOS_EMBEDDER": "bedrock",
             "CONTEXTOS_EXTRACTOR": "bedrock",
             "CONTEXTOS_JUDGE": "bedrock",
@@ -257,6 +260,9 @@ class Functions(Construct):
                 )
             )
             need_kms("s3", "kms:GenerateDataKey", "kms:Decrypt")
+
+        if Access.EVENTS_PUT in access:
+            statements.append(iam.PolicyStatement(actions=["events:PutEvents"], resources=[d.event_bus.event_bus_arn]))
         models = []
         if Access.BEDROCK_EMBED in access:
             models.append(d.embedding_model_id)

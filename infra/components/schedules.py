@@ -15,6 +15,7 @@ SCHEDULES: tuple[tuple[str, str, Duration, str], ...] = (
     ("Lifecycle", "lifecycle", Duration.hours(4), "Lifecycle scan: decay, reminders, cold storage (S5)"),
     ("SessionSweeper", "sweeper", Duration.minutes(5), "Flush idle conversation sessions (S8)"),
     ("Governance", "governance", Duration.days(1), "Daily governance report (S9)"),
+    ("LifecycleEvents", "events", Duration.minutes(1), "Relay new memory decisions onto the event bus (S11)"),
 )
 
 

@@ -111,3 +111,19 @@ class SqsQueue:
             ok = {entry["Id"] for entry in response.get("Successful", [])}
             accepted += [str(i) in ok for i in range(len(chunk))]
         return accepted
+
+
+class EventBridgeBus:
+    """Lifecycle events onto an EventBridge bus (S11): one PutEvents call per batch of at most ten."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def put(self, entries: list[dict]) -> None:
+        try:
+            answer = self._client.put_events(Entries=entries)
+        except (ClientError, BotoCoreError) as exc:
+            raise TransientError("could not put lifecycle events on the bus") from exc
+        if answer.get("FailedEntryCount"):
+            codes = sorted({e.get("ErrorCode", "?") for e in answer.get("Entries", []) if e.get("ErrorCode")})
+            raise TransientError(f"the bus refused {answer['FailedEntryCount']} lifecycle events: {', '.join(codes)}")

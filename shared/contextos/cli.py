@@ -14,7 +14,16 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from contextos.cli_verbs import cmd_keys_list, cmd_keys_revoke, register, register_keys
+from contextos.cli_verbs import (
+    ApiUnreachable,
+    cmd_keys_list,
+    cmd_keys_revoke,
+    register,
+    register_keys,
+    scope_flags,
+    scope_of,
+    sdk_target,
+)
 
 
 class ApiClient:
@@ -35,20 +44,14 @@ class ApiClient:
                 return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             return exc.code, json.loads(exc.read() or b"null")
+        except (urllib.error.URLError, OSError) as exc:
+            raise ApiUnreachable(self.url, getattr(exc, "reason", exc)) from exc
 
 
 def _running_stack() -> dict | None:
-    from contextos.local.stack import state_file
+    from contextos.local.stack import running_stack
 
-    path = state_file()
-    if not path.exists():
-        return None
-    state = json.loads(path.read_text())
-    try:
-        urllib.request.urlopen(state["api_url"] + "/v1/swagger", timeout=2).close()
-    except OSError:
-        return None
-    return state
+    return running_stack()
 
 
 class _Target:
@@ -144,6 +147,7 @@ def cmd_query(args: argparse.Namespace) -> int:
                 "dry_run": args.dry_run,
                 "format": args.format,
                 **({"max_memories": args.max_memories} if args.max_memories else {}),
+                **({"scope": scope} if (scope := scope_of(args)) else {}),
             },
         )
     finally:
@@ -294,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=["markdown", "json", "plain"], default="markdown")
     query.add_argument("--max-memories", type=int)
     query.add_argument("--json", action="store_true", help="print the whole result with score breakdowns")
+    scope_flags(query)
     api_flags(query)
     query.set_defaults(func=cmd_query)
 
@@ -339,13 +344,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_workspace(sub, api_flags, _Target)
 
+    from contextos.cli_chats import register as register_chats
+    from contextos.hooks import register as register_hooks
+
+    register_hooks(sub, api_flags)
+    register_chats(sub, api_flags, sdk_target)
     register(sub, api_flags)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    _logs_to_stderr()
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ApiUnreachable as exc:
+        print(f"contextos: {exc}", file=sys.stderr)
+        return 3
+
+
+def _logs_to_stderr() -> None:
+    """Standard output carries a verb's answer (a key, a block, MCP's JSON-RPC): logs go to stderr."""
+    import logging
+
+    from contextos.observability import logger
+
+    handler = logger.registered_handler
+    if isinstance(handler, logging.StreamHandler) and not isinstance(handler.stream, _CurrentStderr):
+        handler.setStream(_CurrentStderr())
+
+
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is at the time of writing (it is replaced under test runners)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,14 @@ from typing import Any
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _sdk(args: argparse.Namespace) -> tuple[Any, Any]:
+class ApiUnreachable(Exception):
+    """No answer from the API's address (refused, unknown host, timed out)."""
+
+    def __init__(self, url: str, reason: object) -> None:
+        super().__init__(f"cannot reach the API at {url}: {reason}")
+
+
+def sdk_target(args: argparse.Namespace) -> tuple[Any, Any]:
     """(SDK client, the target to close): the API the CLI's other verbs talk to."""
     from contextos.cli import _Target
     from contextos.sdk import Client
@@ -26,14 +33,18 @@ def _sdk(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _api_verb(run: Callable[[Any, argparse.Namespace], Any]) -> Callable[[argparse.Namespace], int]:
     def verb(args: argparse.Namespace) -> int:
+        import httpx
+
         from contextos.sdk import ApiError
 
-        client, target = _sdk(args)
+        client, target = sdk_target(args)
         try:
             run(client, args)
         except ApiError as exc:
             print(f"error {exc.status} {exc.code}: {exc.message}", file=sys.stderr)
             return 1
+        except httpx.TransportError as exc:
+            raise ApiUnreachable(target.client.url, exc) from exc
         finally:
             client.close()
             target.close()
@@ -46,21 +57,21 @@ def _print(model: Any, as_json: bool = True) -> None:
     print(json.dumps(model.model_dump(mode="json"), indent=2) if as_json else model)
 
 
-def _scope_flags(p: argparse.ArgumentParser) -> None:
+def scope_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user-id")
     p.add_argument("--agent-id")
     p.add_argument("--run-id")
     p.add_argument("--tag", action="append", dest="tags", help="repeatable: all of them")
 
 
-def _scope(args: argparse.Namespace) -> dict[str, Any]:
+def scope_of(args: argparse.Namespace) -> dict[str, Any]:
     scope = {"user_id": args.user_id, "agent_id": args.agent_id, "run_id": args.run_id, "tags": args.tags or []}
     return {k: v for k, v in scope.items() if v}
 
 
 def search(client: Any, args: argparse.Namespace) -> None:
     options: dict[str, Any] = {"limit": args.limit}
-    if scope := _scope(args):
+    if scope := scope_of(args):
         options["scope"] = scope
     result = client.search(args.query, **options)
     if args.json:
@@ -72,7 +83,7 @@ def search(client: Any, args: argparse.Namespace) -> None:
 
 def memories_list(client: Any, args: argparse.Namespace) -> None:
     filters = {k: v for k, v in vars(args).items() if k in ("type", "state", "band", "tier", "prefix") and v}
-    filters |= _scope(args)
+    filters |= scope_of(args)
     for shown, m in enumerate(client.iter_memories(**filters), start=1):
         print(f"{m.id}  [{m.type}/{m.band}/{m.state}] {m.label}: {m.definition[:100]}")
         if shown >= args.limit:
@@ -144,9 +155,13 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from contextos.mcp.run import serve
+    from contextos.mcp.run import NoStack, serve
 
-    serve(http_port=args.http, host=args.host, api_url=args.api, api_key=args.key, tenant=args.tenant)
+    try:
+        serve(http_port=args.http, host=args.host, api_url=args.api, api_key=args.key, tenant=args.tenant)
+    except NoStack as exc:
+        print(f"contextos mcp: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -195,7 +210,7 @@ def register(sub: Any, api_flags: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=10)
     p.add_argument("--json", action="store_true")
-    _scope_flags(p)
+    scope_flags(p)
     api_flags(p)
     p.set_defaults(func=_api_verb(search))
 
@@ -205,7 +220,7 @@ def register(sub: Any, api_flags: Callable[[argparse.ArgumentParser], None]) -> 
     for flag in ("--type", "--state", "--band", "--tier", "--prefix"):
         p.add_argument(flag)
     p.add_argument("--limit", type=int, default=50)
-    _scope_flags(p)
+    scope_flags(p)
     api_flags(p)
     p.set_defaults(func=_api_verb(memories_list))
     p = msub.add_parser("show", help="one memory with its sources")

@@ -19,15 +19,30 @@ from typing import Any
 IMPORT_CHUNK = 200  # files per request: well under the API's body limit for ordinary memories
 
 
-def _workspace_files(directory: Path) -> list[dict[str, str]]:
-    files = []
+class NotAWorkspace(SystemExit):
+    """The folder named is not there (or not a folder): nothing is read, created or sent."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(f"contextos: no such folder: {directory}")
+
+
+def _workspace_files(directory: Path) -> tuple[list[dict[str, str]], list[str]]:
+    """The workspace's markdown files, and the paths of those that are not UTF-8: those are never sent
+    with replacement characters (that would store, and later write back, a corrupted text)."""
+    if not directory.is_dir():
+        raise NotAWorkspace(directory)
+    files, not_utf8 = [], []
     for path in sorted(directory.rglob("*.md")):
-        if any(part.startswith(".") for part in path.relative_to(directory).parts):
+        relative = path.relative_to(directory)
+        if any(part.startswith(".") for part in relative.parts):
             continue
-        files.append(
-            {"path": path.relative_to(directory).as_posix(), "content": path.read_bytes().decode("utf-8", "replace")}
-        )
-    return files
+        try:
+            files.append({"path": relative.as_posix(), "content": path.read_bytes().decode("utf-8")})
+        except UnicodeDecodeError:
+            not_utf8.append(relative.as_posix())
+    for relative_path in not_utf8:
+        print(f"failed: {relative_path}: not_utf8: the file is not UTF-8 text; it was not sent", file=sys.stderr)
+    return files, not_utf8
 
 
 def _safe_target(directory: Path, relative: str) -> Path:
@@ -75,10 +90,10 @@ def cmd_export(args: argparse.Namespace, target_of: Callable[[argparse.Namespace
 
 
 def cmd_import(args: argparse.Namespace, target_of: Callable[[argparse.Namespace], Any]) -> int:
-    files = _workspace_files(Path(args.dir))
+    files, not_utf8 = _workspace_files(Path(args.dir))
     target = target_of(args)
-    failed = 0
-    counts: dict[str, int] = {}
+    failed = len(not_utf8)
+    counts: dict[str, int] = {"failed": failed} if failed else {}
     try:
         for start in range(0, len(files), IMPORT_CHUNK):
             status, body = target.client.call(
@@ -106,28 +121,34 @@ def cmd_import(args: argparse.Namespace, target_of: Callable[[argparse.Namespace
 
 def cmd_sync(args: argparse.Namespace, target_of: Callable[[argparse.Namespace], Any]) -> int:
     directory = Path(args.dir)
-    directory.mkdir(parents=True, exist_ok=True)
+    files, not_utf8 = _workspace_files(directory)
     target = target_of(args)
     try:
-        status, body = target.client.call(
-            "POST", "/v1/workspace/sync", {"files": _workspace_files(directory), "unlock": args.unlock or []}
-        )
+        status, body = target.client.call("POST", "/v1/workspace/sync", {"files": files, "unlock": args.unlock or []})
     finally:
         target.close()
     if status >= 400:
         print(json.dumps(body, indent=2), file=sys.stderr)
         return 1
-    for f in body["write"]:
+    unapplied = {line["path"] for line in body["files"] if line["status"] in UNAPPLIED} | set(not_utf8)
+    # A file that could not be applied is the user's unsaved intent: it is reported, never overwritten.
+    writes = [f for f in body["write"] if f["path"] not in unapplied]
+    for f in writes:
         out = _safe_target(directory, f["path"])
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(f["content"].encode("utf-8"))
-    for path in body["remove"]:
+    removed = [path for path in body["remove"] if path not in unapplied]
+    for path in removed:
         _safe_target(directory, path).unlink(missing_ok=True)
     for line in body["files"]:
-        if line["status"] in ("failed", "conflict", "refused", "held"):
+        if line["status"] in (*UNAPPLIED, "held"):
             print(f"{line['status']}: {line['path']}: {line.get('code')}: {line.get('reason')}", file=sys.stderr)
-    print(json.dumps(body["counts"] | {"written": len(body["write"]), "removed": len(body["remove"])}))
-    return 1 if any(line["status"] in ("failed", "conflict", "refused") for line in body["files"]) else 0
+    counts = body["counts"] | ({"not_utf8": len(not_utf8)} if not_utf8 else {})
+    print(json.dumps(counts | {"written": len(writes), "removed": len(removed)}))
+    return 1 if unapplied else 0
+
+
+UNAPPLIED = ("failed", "conflict", "refused")
 
 
 def register(

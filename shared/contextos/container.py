@@ -253,6 +253,21 @@ def cold_storage():  # -> ColdStorage
 
 
 @lru_cache(maxsize=1)
+def event_relay():  # -> EventRelay
+    from contextos.adapters import EventBridgeBus
+    from contextos.services.events import EventRelay
+    from contextos.store.events import EventOutboxStore
+    from contextos.store.tenants import TenantStore
+
+    return EventRelay(
+        EventOutboxStore(database()),
+        EventBridgeBus(aws_client("events")),
+        get_settings().event_bus_name,
+        TenantStore(database()).tenant_ids,
+    )
+
+
+@lru_cache(maxsize=1)
 def lifecycle():  # -> LifecycleService
     from contextos.services.lifecycle import LifecycleService
 
@@ -312,6 +327,7 @@ def reset() -> None:
         memories,
         retrieval,
         lifecycle,
+        event_relay,
         lifecycle_store,
         cold_storage,
         idempotency_store,

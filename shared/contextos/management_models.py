@@ -2,10 +2,11 @@
 listing and forgetting documents, uploads, and the memory graph. Pure pydantic."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from contextos.modelbase import BaseModel
 from contextos.models import Band, DocumentStatus, MemoryType
@@ -56,25 +57,46 @@ class MemoryPage(BaseModel):
 
 class MemoryPatch(BaseModel):
     """``PATCH /v1/memories/{id}``: only the fields given change. A protected memory refuses every
-    edit unless ``unlock`` is true (unprotecting it is an edit too)."""
+    edit unless ``unlock`` is true (unprotecting it is an edit too).
+
+    ``null`` means "clear it" where a memory can be without the field (its owner scopes, tags,
+    metadata); a memory always has a label, a definition, a type, an importance and its two flags,
+    so ``null`` for those is a 422, as the schema says (they are not nullable in it)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    label: str | None = Field(default=None, min_length=1, max_length=200)
-    definition: str | None = Field(default=None, min_length=1, max_length=8000)
-    importance: int | None = Field(default=None, ge=1, le=10)
-    type: MemoryType | None = None
-    tags: list[str] | None = Field(default=None, max_length=50)
-    metadata: dict[str, Any] | None = None
-    always_load: bool | None = None
-    protected: bool | None = None
+    label: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
+    definition: Annotated[str, Field(min_length=1, max_length=8000)] | SkipJsonSchema[None] = None
+    importance: Annotated[int, Field(ge=1, le=10)] | SkipJsonSchema[None] = None
+    type: MemoryType | SkipJsonSchema[None] = None
+    tags: list[str] | None = Field(default=None, max_length=50, description="null clears them")
+    metadata: dict[str, Any] | None = Field(default=None, description="null clears it")
+    always_load: bool | SkipJsonSchema[None] = None
+    protected: bool | SkipJsonSchema[None] = None
     user_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
-    agent_id: str | None = Field(default=None, min_length=1, max_length=200)
-    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
+    run_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
     unlock: bool = Field(default=False, description="Required to edit a protected memory.")
 
+    @model_validator(mode="after")
+    def _required_fields_are_not_cleared(self) -> "MemoryPatch":
+        cleared = sorted(
+            name for name in _NOT_CLEARABLE if name in self.model_fields_set and getattr(self, name) is None
+        )
+        if cleared:
+            raise ValueError(f"{', '.join(cleared)} cannot be null: leave a field out to keep its current value")
+        return self
+
     def changes(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump(exclude_unset=True, mode="json").items() if k != "unlock"}
+        changes = {k: v for k, v in self.model_dump(exclude_unset=True, mode="json").items() if k != "unlock"}
+        if "tags" in changes and changes["tags"] is None:
+            changes["tags"] = []
+        if "metadata" in changes and changes["metadata"] is None:
+            changes["metadata"] = {}
+        return changes
+
+
+_NOT_CLEARABLE = ("label", "definition", "importance", "type", "always_load", "protected")
 
 
 class MemoryEdited(BaseModel):

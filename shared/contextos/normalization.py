@@ -10,6 +10,8 @@ from functools import lru_cache
 _PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Format characters that render as nothing: a label pasted with one must key like the label without.
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 
 
 def normalize_text(text: str) -> str:
@@ -36,10 +38,16 @@ def norm_key(label: str, generic_modifiers: Iterable[str] = ()) -> str:
     "The Retrieval-System" and "retrieval system" share one key, and so do "feature flag" and
     "Feature Flags". A label made only of modifiers keeps them, so it never collapses to nothing.
     """
-    words = [singular(w) for w in _PUNCT.sub(" ", label.lower()).split()]
+    words = [singular(w) for w in _PUNCT.sub(" ", label_form(label).lower()).split()]
     modifiers = _modifier_set(tuple(generic_modifiers))
     kept = [w for w in words if w not in modifiers] or words
     return " ".join(sorted(kept))
+
+
+def label_form(label: str) -> str:
+    """The form a label is compared in: NFKC (so NFD accents, full-width letters and ligatures
+    read as their plain letters) with the invisible format characters dropped."""
+    return unicodedata.normalize("NFKC", label.translate(_INVISIBLE))
 
 
 @lru_cache(maxsize=64)
@@ -65,7 +73,7 @@ _CONNECTORS = frozenset("a an and as at by for from in into of on or the to via 
 
 def initials(label: str) -> str | None:
     """ "Group Relative Policy Optimization" → "grpo" (connector words skipped); None for one word."""
-    words = [w for w in _PUNCT.sub(" ", label).split() if w.lower() not in _CONNECTORS]
+    words = [w for w in _PUNCT.sub(" ", label_form(label)).split() if w.lower() not in _CONNECTORS]
     if len(words) < 2:
         return None
     return "".join(w[0] for w in words).lower()
@@ -74,7 +82,11 @@ def initials(label: str) -> str | None:
 def acronyms(label: str) -> list[str]:
     """The acronym tokens in a label: "GRPO training method" → ["grpo"]."""
     return sorted(
-        {w.lower() for w in _PUNCT.sub(" ", label).split() if 2 <= len(w) <= 8 and w.isupper() and w.isalpha()}
+        {
+            w.lower()
+            for w in _PUNCT.sub(" ", label_form(label)).split()
+            if 2 <= len(w) <= 8 and w.isupper() and w.isalpha()
+        }
     )
 
 

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     database_name: str | None = None
     database_dialect: Dialect = "postgres"
     data_dir: Path = Path(".contextos")
+    # Where a running ``contextos dev`` also says where it is, so a CLI, hook or MCP client started
+    # from any other folder finds it (the data dir above is relative to the folder it started in).
+    local_stack_pointer: Path = Field(default_factory=lambda: Path.home() / ".contextos" / "stack.json")
     pool_min_size: int = 1
     pool_max_size: int = 8
     secret_max_age_s: int = 300
@@ -62,6 +65,7 @@ class Settings(BaseSettings):
     ingest_queue_url: str | None = None
     local_queue_prefix: str = "contextos"  # queue names in the local stack's moto
     conversation_queue_url: str | None = None
+    event_bus_name: str = "contextos-memory-events"  # lifecycle events (S11)
 
     # Models.
     embedder: Literal["local", "bedrock"] = "local"

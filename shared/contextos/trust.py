@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from contextos.config import GovernanceSettings
+from contextos.errors import ProvenanceAboveCeiling
 from contextos.models import Provenance
 
 # Characters that render as nothing: used to split trigger words so a pattern does not see them.
@@ -82,6 +83,20 @@ def cap_provenance(claimed: Provenance, ceiling: Provenance, settings: Governanc
     if settings.trust_of(claimed) <= settings.trust_of(ceiling):
         return claimed
     return ceiling
+
+
+def claim_provenance(
+    claimed: Provenance | None, default: Provenance, ceiling: Provenance, settings: GovernanceSettings
+) -> Provenance:
+    """One rule for every write that names its provenance: an explicit claim above the credential's
+    ceiling is refused (403 ``provenance_above_ceiling``) — never silently lowered, so the caller
+    learns its claim did not hold; an unstated provenance takes the default, lowered to the ceiling."""
+    if claimed is not None and settings.trust_of(claimed) > settings.trust_of(ceiling):
+        raise ProvenanceAboveCeiling(
+            f"this credential may claim provenance up to {ceiling.value!r}; {claimed.value!r} is above it",
+            details={"requested": claimed.value, "ceiling": ceiling.value},
+        )
+    return cap_provenance(claimed or default, ceiling, settings)
 
 
 def _folded(text: str) -> str:

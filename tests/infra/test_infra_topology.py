@@ -109,7 +109,11 @@ def test_no_plaintext_password_appears_anywhere_in_the_template(synth: Synth) ->
 def test_work_queues_send_to_their_dead_letter_queues_after_three_receives(synth: Synth) -> None:
     queues = synth.resources("AWS::SQS::Queue")
     redriven = {k: v for k, v in queues.items() if "RedrivePolicy" in v["Properties"]}
-    assert {k.split("Queue")[0] for k in redriven} == {"IngestionIngest", "IngestionConversation"}
+    assert {k.split("Queue")[0] for k in redriven} == {
+        "IngestionIngest",
+        "IngestionConversation",
+        "LifecycleEventsSample",
+    }
     for queue in redriven.values():
         policy = queue["Properties"]["RedrivePolicy"]
         assert policy["maxReceiveCount"] == MAX_RECEIVE_COUNT
@@ -158,10 +162,17 @@ def test_uploads_notify_the_ingest_queue_only_under_the_uploads_prefix(synth: Sy
 
 
 def test_schedules_run_lifecycle_every_4_hours_sweeper_every_5_minutes_and_governance_daily(synth: Synth) -> None:
-    expected = {"lifecycle": "rate(4 hours)", "sweeper": "rate(5 minutes)", "governance": "rate(1 day)"}
+    expected = {
+        "lifecycle": "rate(4 hours)",
+        "sweeper": "rate(5 minutes)",
+        "governance": "rate(1 day)",
+        "events": "rate(1 minute)",
+    }
     actual = {}
     ids = {synth.function_id(name): name for name in expected}
     for rule in synth.resources("AWS::Events::Rule").values():
+        if "ScheduleExpression" not in rule["Properties"]:
+            continue  # a rule on the memory-events bus, not a schedule
         (target,) = rule["Properties"]["Targets"]
         actual[ids[target["Arn"]["Fn::GetAtt"][0]]] = rule["Properties"]["ScheduleExpression"]
     assert actual == expected
@@ -356,3 +367,18 @@ def test_every_contextos_variable_a_function_gets_is_a_setting_the_code_reads(au
                 if i < len(path) - 1:
                     assert isinstance(annotation, type) and issubclass(annotation, BaseModel), variable
                     model = annotation
+
+
+def test_lifecycle_events_have_a_bus_a_sample_rule_and_only_the_relay_may_put_on_it(synth: Synth) -> None:
+    (bus_id, bus), *others = synth.resources("AWS::Events::EventBus").items()
+    assert others == [] and bus["Properties"]["Name"] == "contextos-memory-events"
+    on_bus = [r for r in synth.resources("AWS::Events::Rule").values() if "EventBusName" in r["Properties"]]
+    (sample,) = on_bus
+    assert sample["Properties"]["EventPattern"]["source"] == ["contextos"]
+    assert sample["Properties"]["EventBusName"] == {"Ref": bus_id}
+    (target,) = sample["Properties"]["Targets"]
+    assert target["Arn"]["Fn::GetAtt"][0].startswith("LifecycleEventsSampleQueue")
+    putters = [spec.name for spec in FUNCTIONS if "events:PutEvents" in json.dumps(synth.role_statements(spec.name))]
+    assert putters == ["events"]
+    (statement,) = [s for s in synth.role_statements("events") if s["Action"] == "events:PutEvents"]
+    assert statement["Resource"] == {"Fn::GetAtt": [bus_id, "Arn"]}

@@ -72,6 +72,8 @@ def test_each_sample_event_is_handled_by_its_function(prepared, path: Path):
             assert result["tenants"] >= 1 and result["failed"] == [] and result["reports"] == result["tenants"]
         case "sweeper":
             assert result["tenants"] >= 1 and result["send_failures"] == 0
+        case "events":
+            assert result["tenants"] >= 1 and result["published"] == sum(result["by_kind"].values())
         case "migrate":
             assert result["PhysicalResourceId"] == "contextos-schema"
         case _:

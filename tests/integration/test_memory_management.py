@@ -95,6 +95,47 @@ def test_an_edit_re_embeds_keeps_the_replaced_version_and_is_audited(configured,
     assert status == 400
 
 
+@pytest.mark.parametrize("field", ["label", "definition", "importance", "type", "always_load", "protected"])
+def test_an_explicit_null_for_a_field_every_memory_has_is_a_422_and_changes_nothing(configured, tenant, field):
+    memory_id = remember(tenant, "Release train", "The release train leaves every second Friday.")
+    status, body = call_api("PATCH", f"/v1/memories/{memory_id}", tenant, {field: None})
+    assert status == 422, body
+    assert body["error"]["code"] == "validation_error" and field in json.dumps(body["error"]["details"])
+    status, detail = call_api("GET", f"/v1/memories/{memory_id}", tenant)
+    assert detail["label"] == "Release train" and detail["version"] == 1
+
+
+def test_an_explicit_null_clears_tags_metadata_and_owner_scopes(configured, tenant):
+    memory_id = remember(
+        tenant,
+        "Pager rota",
+        "The pager rota changes on Mondays.",
+        tags=["ops"],
+        metadata={"team": "sre"},
+        user_id="ana",
+    )
+    status, body = call_api(
+        "PATCH", f"/v1/memories/{memory_id}", tenant, {"tags": None, "metadata": None, "user_id": None}
+    )
+    assert status == 200, body
+    status, detail = call_api("GET", f"/v1/memories/{memory_id}", tenant)
+    assert detail["tags"] == [] and detail["metadata"] == {} and detail["user_id"] is None
+
+
+def test_labels_that_differ_only_by_unicode_form_are_one_memory(configured, tenant):
+    first = remember(tenant, "Café rollout plan", "The café rollout starts in the Lisbon office.")
+    # definitions far apart, so only the key can join them (not the near-duplicate merge)
+    variants = {
+        "Cafe\u0301 rollout plan": "Its budget is owned by the finance team until March.",
+        "Ｃａｆé rollout plan": "Ana signs off every step of it with the landlord.",
+        "Café roll\u200bout plan": "Two baristas are hired for each new site.",
+    }
+    for variant, definition in variants.items():
+        status, body = call_api("POST", "/v1/memories", tenant, {"label": variant, "definition": definition})
+        assert status == 201, body
+        assert body["memory_id"] == first, (variant, body)
+
+
 def test_a_protected_memory_refuses_edits_and_forgetting_without_unlock(configured, tenant):
     memory_id = remember(tenant, "Incident contact", "Call the on-call lead first during an incident.")
     assert call_api("PATCH", f"/v1/memories/{memory_id}", tenant, {"protected": True})[0] == 200

@@ -144,3 +144,19 @@ def test_migration_0014_backfills_the_prefix_with_the_sql_the_code_defines():
 
     sql = "\n".join(text for v, _, text in get_dialect("postgres").render_migrations(384) if v == 14)
     assert f"signature64 = {signature_prefix_sql('signature')}" in sql
+
+
+def test_labels_that_differ_only_by_unicode_form_share_one_key():
+    plain = norm_key("Café deployment fix", MODIFIERS)
+    assert norm_key("Cafe\u0301 deployment fix", MODIFIERS) == plain  # NFD accent
+    assert norm_key("Ｃａｆé ｄｅｐｌｏｙｍｅｎｔ ｆｉｘ", MODIFIERS) == plain  # full-width
+    assert norm_key("Café deploy\u200bment fix", MODIFIERS) == plain  # zero-width space
+    assert norm_key("Café deployment \ufb01x", MODIFIERS) == plain  # the "fi" ligature
+    assert norm_key("Café deployment fix\ufeff", MODIFIERS) == plain  # a byte-order mark
+
+
+def test_acronyms_and_initials_read_full_width_letters_as_plain_ones():
+    from contextos.normalization import acronyms, initials
+
+    assert acronyms("ＧＲＰＯ training") == ["grpo"]
+    assert initials("Ｇroup Relative Policy Optimization") == "grpo"

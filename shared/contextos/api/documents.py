@@ -15,7 +15,7 @@ from contextos.api.openapi import statuses
 from contextos.config import get_settings
 from contextos.management_models import DocumentForgotten, DocumentListQuery, DocumentPage, UploadRequest, UploadTicket
 from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord, DocumentStatus
-from contextos.trust import cap_provenance
+from contextos.trust import claim_provenance
 
 router = Router()
 
@@ -25,7 +25,8 @@ router = Router()
 def create_document(body: DocumentCreate) -> Response[DocumentAccepted]:
     principal = require(router, Verb.write)
     # governance: a credential cannot claim more trust than its provenance ceiling
-    provenance = cap_provenance(body.provenance, principal.provenance_ceiling, get_settings().governance)
+    claimed = body.provenance if "provenance" in body.model_fields_set else None
+    provenance = claim_provenance(claimed, body.provenance, principal.provenance_ceiling, get_settings().governance)
     if provenance is not body.provenance:
         body = body.model_copy(
             update={"provenance": provenance, "metadata": body.metadata | {"claimed_provenance": body.provenance.value}}

@@ -51,6 +51,7 @@ def start_local_aws(
     queue_prefix: str = "contextos",
     visibility_timeout_s: int = 30,
     port: int = 0,
+    event_bus: str = "contextos-memory-events",
 ) -> LocalAws:
     import boto3
     from moto.server import ThreadedMotoServer
@@ -80,6 +81,9 @@ def start_local_aws(
     conversation_url, conversation_arn, conversation_dlq = queue(f"{queue_prefix}-conversation")
     for bucket in (upload_bucket, cold_bucket):
         s3.create_bucket(Bucket=bucket)
+    bus = boto3.client("events", region_name=region, endpoint_url=endpoint)
+    if event_bus not in {b["Name"] for b in bus.list_event_buses()["EventBuses"]}:
+        bus.create_event_bus(Name=event_bus)  # moto's state is per process: another stack may have made it
     s3.put_bucket_notification_configuration(
         Bucket=upload_bucket,
         NotificationConfiguration={

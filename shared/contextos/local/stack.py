@@ -32,6 +32,7 @@ class LocalStack:
     lifecycle_every_s: float = LIFECYCLE_EVERY_S
     governance_every_s: float = GOVERNANCE_EVERY_S
     sweep_every_s: float | None = None  # default: the configured sweeper schedule (5 minutes)
+    events_every_s: float = 2.0  # the lifecycle events' relay (every minute when deployed)
     poll_wait_s: int = 1
     visibility_timeout_s: int = 30
     aws: LocalAws | None = None
@@ -52,6 +53,7 @@ class LocalStack:
             queue_prefix=settings.local_queue_prefix,
             visibility_timeout_s=self.visibility_timeout_s,
             port=self.moto_port,
+            event_bus=settings.event_bus_name,
         )
         os.environ["CONTEXTOS_INGEST_QUEUE_URL"] = self.aws.ingest_queue_url
         os.environ["CONTEXTOS_CONVERSATION_QUEUE_URL"] = self.aws.conversation_queue_url
@@ -81,6 +83,7 @@ class LocalStack:
             ),
             Scheduler("contextos-lifecycle", "lifecycle", self.lifecycle_every_s),
             Scheduler("contextos-governance", "governance", self.governance_every_s),
+            Scheduler("contextos-events", "events", self.events_every_s),
             Scheduler(
                 "contextos-session-sweeper",
                 "sweeper",
@@ -107,13 +110,18 @@ class LocalStack:
             "aws_endpoint": self.aws.endpoint,
             "upload_bucket": self.aws.upload_bucket,
             "upload_prefix": get_settings().upload_prefix,
+            "event_bus": get_settings().event_bus_name,
             "pid": os.getpid(),
         } | ({"mcp_url": self.api_url + "/mcp"} if "/mcp" in self.mounts else {})
 
     def _write_state(self) -> None:
-        path = state_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.state(), indent=2))
+        state = self.state() | {"data_dir": str(get_settings().data_dir.resolve())}
+        for path in (state_file(), stack_pointer()):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(state, indent=2))
+            except OSError:  # a read-only home: the stack still runs, found from its own folder
+                logger.warning("could not write the stack's address", extra={"path": str(path)})
 
     def stop(self) -> None:
         for worker in self.workers:
@@ -124,9 +132,9 @@ class LocalStack:
             self.bridge.stop()
         if self.aws:
             self.aws.stop()
-        path = state_file()
-        if path.exists() and json.loads(path.read_text() or "{}").get("pid") == os.getpid():
-            path.unlink()
+        for path in (state_file(), stack_pointer()):
+            if path.exists() and json.loads(path.read_text() or "{}").get("pid") == os.getpid():
+                path.unlink()
         container.reset()
 
 
@@ -140,3 +148,25 @@ def quiet_local_logs() -> None:
 
 def state_file() -> Path:
     return get_settings().data_dir / "stack.json"
+
+
+def stack_pointer() -> Path:
+    return get_settings().local_stack_pointer
+
+
+def running_stack() -> dict | None:
+    """The ``contextos dev`` that is up: this folder's, else the one the user's pointer names (its
+    process alive and its port accepting connections: a cheap check, run before every CLI verb)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    for path in (state_file(), stack_pointer()):
+        try:
+            state = json.loads(path.read_text())
+            os.kill(int(state["pid"]), 0)
+            where = urlsplit(state["api_url"])
+            socket.create_connection((where.hostname, where.port or 80), timeout=2).close()
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return state
+    return None

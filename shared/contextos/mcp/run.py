@@ -49,6 +49,7 @@ def serve(
 ) -> None:
     if http_port is None:
         _keep_stdout_for_the_protocol()
+    api_url, api_key = where_to_serve(api_url, api_key)
     backend: Backend
     if api_url:
         backend = ApiBackend(api_url, api_key)
@@ -71,6 +72,32 @@ def serve(
 
         identify = key_identifier(container.keys())
     uvicorn.run(http_app(backend, identify), host=host, port=http_port, log_level="warning")
+
+
+class NoStack(RuntimeError):
+    """Nothing to serve: no API named, no store in this folder, no running ``contextos dev``."""
+
+
+def where_to_serve(api_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
+    """(API URL or None for the in-process store, API key): flags, then ``CONTEXTOS_API_URL`` /
+    ``CONTEXTOS_API_KEY``; with neither, this folder's store when it has one, else the running
+    ``contextos dev`` wherever it was started — never a new, empty store in a folder that has none."""
+    import os
+
+    from contextos.config import get_settings
+    from contextos.local.stack import running_stack
+
+    api_url = api_url or os.environ.get("CONTEXTOS_API_URL") or None
+    api_key = api_key or os.environ.get("CONTEXTOS_API_KEY") or None
+    settings = get_settings()
+    if api_url or settings.database_url or settings.database_secret_arn or (settings.data_dir / "pg").exists():
+        return api_url, api_key
+    state = running_stack()
+    if state is None:
+        raise NoStack(
+            "no ContextOS to serve: start `make dev` (or `contextos dev`), or pass --api-url / set CONTEXTOS_API_URL"
+        )
+    return state["api_url"], api_key or state["api_key"]
 
 
 def _keep_stdout_for_the_protocol() -> None:

@@ -39,7 +39,7 @@ from contextos.services.firewall import Firewall
 from contextos.store.governance import GovernanceStore
 from contextos.store.privacy import PrivacyStore
 from contextos.store.promotion import Promotion
-from contextos.trust import candidate_signals, cap_provenance, gate_trust
+from contextos.trust import candidate_signals, claim_provenance, gate_trust
 
 GENESIS_HASH = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -132,7 +132,7 @@ class GovernanceService:
         """A memory written by hand goes through the same gates as everything else, the write
         firewall first (REST and MCP ``save_memory`` both come here)."""
         cfg = self.settings
-        provenance = cap_provenance(request.provenance or ceiling, ceiling, cfg.governance)
+        provenance = claim_provenance(request.provenance, ceiling, ceiling, cfg.governance)
         screened = Firewall(PrivacyStore(self.store.db)).screen(
             tenant_id, [request.label, request.definition], what="memory", actor=actor
         )

@@ -187,6 +187,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 1 if status >= 400 else 0
 
 
+# A person's own key vouches for what the person says; an agent's, for what an agent relays.
+DEFAULT_CEILING = {"user": "user_turn", "agent": "agent_turn"}
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     from contextos import container
     from contextos.models import Provenance
@@ -210,7 +214,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
             args.tenant,
             args.name,
             principal=args.principal,
-            provenance_ceiling=Provenance(args.ceiling),
+            provenance_ceiling=Provenance(args.ceiling or DEFAULT_CEILING[args.principal]),
             verbs=verbs,
             scope=scope,
         )
@@ -317,7 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--tenant", help="the key's tenant (create, revoke; list: only this tenant)")
     keys.add_argument("--name", help="the key's name (create, revoke)")
     keys.add_argument("--principal", choices=["agent", "user"], default="agent")
-    keys.add_argument("--ceiling", default="agent_turn", help="highest provenance this key may claim")
+    keys.add_argument(
+        "--ceiling",
+        help="highest provenance this key may claim (default: user_turn for a user, agent_turn for an agent)",
+    )
     keys.add_argument("--verbs", help="comma-separated verbs this key may use (default: its principal's; README)")
     keys.add_argument("--scope-user-id", help="confine the key to this user_id (writes carry it, reads see only it)")
     keys.add_argument("--scope-agent-id", help="confine the key to this agent_id")

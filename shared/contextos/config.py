@@ -203,7 +203,7 @@ class RetrievalSettings(BaseModel):
     # that long for the other's Python to yield the GIL (measured: the Python part's p95 6.4 ms → 1.6)
     thread_switch_interval_s: float = 0.0005
     hnsw_ef_search: int = 100
-    exact_scan_max_rows: int = 20_000  # below this many hot rows in scope, scan exactly (FIELD-NOTES)
+    exact_scan_max_rows: int = 20_000  # below this many hot rows in scope, scan exactly (docs/design.md, Appendix A)
     scope_size_cache_s: float = 30.0  # how long a process trusts a tenant's hot count for that choice
     recency_rate_per_hour: float = 0.1
     multi_method_bonus: float = 0.05

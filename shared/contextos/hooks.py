@@ -117,7 +117,7 @@ class HookRunner:
     def _standing_context() -> dict[str, Any]:
         # A session start asks no question: it wants the project's standing memory, not an answer,
         # so nothing is held back for lack of relevance to the (generic) query.
-        return {}  # MERGE: {"min_relevance": 0.0}
+        return {"min_relevance": 0.0}
 
 
 def _added_context(event: str, block: str | None) -> dict[str, Any] | None:

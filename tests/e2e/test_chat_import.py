@@ -19,6 +19,11 @@ KEY = "ctx_local_dev_key"
 DATA = Path(__file__).parent / "data"
 
 
+def summary(capsys) -> dict:
+    # the stack runs in this process: its handlers' metric lines share stdout; the verb's answer is last
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
 def all_flushed(stack, session_ids: list[str], timeout_s: float = 600) -> None:  # noqa: F811
     pending = set(session_ids)
     deadline = time.monotonic() + timeout_s
@@ -42,7 +47,7 @@ def test_a_chat_export_imports_with_its_times_and_a_second_import_adds_nothing(
     conversations = read_export(json.loads(path.read_text()))
     flags = ["--api-url", stack.api_url, "--api-key", KEY]
     assert main(["import-chats", str(path), "--user-id", "chat-importer", *flags]) == 0
-    first = json.loads(capsys.readouterr().out)
+    first = summary(capsys)
     turns = sum(len(c.turns) for c in conversations)
     assert first == {
         "conversations": len(conversations),
@@ -73,7 +78,7 @@ def test_a_chat_export_imports_with_its_times_and_a_second_import_adds_nothing(
     assert memories["n"] > 0 and min(said.values()) <= memories["first"] <= max(said.values())
 
     assert main(["import-chats", str(path), *flags]) == 0
-    again = json.loads(capsys.readouterr().out)
+    again = summary(capsys)
     assert again == {"conversations": len(conversations), "imported": 0, "turns": 0, "unchanged": len(conversations)}
 
 

@@ -207,7 +207,15 @@ def test_search_centres_the_node(tpage, truth):
     tpage.click("#graph-results button.centre")
     tpage.wait_for_selector("#graph-open")
     hit = tpage.get_attribute("#graph-results button.centre", "data-id")
-    tpage.wait_for_timeout(500)
+    # the camera animates to the node (slower on a busy machine): wait until it is there, at most 15 s
+    tpage.wait_for_function(
+        """id => { const r = window.contextosRenderer;
+                   const p = r.graphToViewport(window.contextosGraph.getNodeAttributes(id));
+                   const d = r.getDimensions();
+                   return Math.abs(p.x / d.width - 0.5) < 0.1 && Math.abs(p.y / d.height - 0.5) < 0.1 }""",
+        arg=hit,
+        timeout=15_000,
+    )
     x, y = tpage.evaluate(
         """id => { const r = window.contextosRenderer;
                    const p = r.graphToViewport(window.contextosGraph.getNodeAttributes(id));

@@ -110,16 +110,21 @@ def test_mcp_writes_by_an_agent_key_are_capped(agent_key, tenant):
 
 
 def test_documents_and_turns_by_an_agent_key_are_capped(agent_key, tenant):
-    status, body = rest(agent_key, "POST", "/v1/documents", {"text": "Backups run nightly.", "provenance": "user_turn"})
+    # an explicit claim above the ceiling is refused, on every way in, with the same answer
+    for path, body in (
+        ("/v1/documents", {"text": "Backups run nightly.", "provenance": "user_turn"}),
+        ("/v1/sessions/s-1/messages", {"role": "user", "content": "Hi.", "provenance": "user_turn"}),
+        ("/v1/memories", {"label": "Backup time", "definition": "Backups run nightly.", "provenance": "user_turn"}),
+    ):
+        status, refused = rest(agent_key, "POST", path, body)
+        assert status == 403 and refused["error"]["code"] == "provenance_above_ceiling", (path, refused)
+    # an unstated provenance is the key's ceiling at most
+    status, body = rest(agent_key, "POST", "/v1/documents", {"text": "Backups run nightly."})
     assert status == 202
     status, document = rest(agent_key, "GET", f"/v1/documents/{body['id']}")
     assert document["provenance"] == "agent_turn"
-    status, body = rest(
-        agent_key, "POST", "/v1/sessions/s-1/messages", {"role": "user", "content": "Hi.", "provenance": "user_turn"}
-    )
-    assert status in (201, 403), body
-    if status == 201:
-        assert body.get("provenance", "agent_turn") == "agent_turn"
+    status, body = rest(agent_key, "POST", "/v1/sessions/s-1/messages", {"role": "user", "content": "Hi."})
+    assert status == 201 and body["provenance"] == "agent_turn"
 
 
 def test_a_promotion_keeps_the_candidates_provenance_and_needs_the_review_verb(agent_key, tenant):

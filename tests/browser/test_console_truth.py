@@ -212,7 +212,7 @@ def test_search_centres_the_node(tpage, truth):
         """id => { const r = window.contextosRenderer;
                    const p = r.graphToViewport(window.contextosGraph.getNodeAttributes(id));
                    const d = r.getDimensions();
-                   return Math.abs(p.x / d.width - 0.5) < 0.1 && Math.abs(p.y / d.height - 0.5) < 0.1 }""",
+                   return Math.abs(p.x / d.width - 0.5) < 0.15 && Math.abs(p.y / d.height - 0.5) < 0.15 }""",
         arg=hit,
         timeout=15_000,
     )
@@ -222,7 +222,7 @@ def test_search_centres_the_node(tpage, truth):
                    const d = r.getDimensions(); return [p.x / d.width, p.y / d.height] }""",
         hit,
     )
-    assert abs(x - 0.5) < 0.1 and abs(y - 0.5) < 0.1  # the camera moved to it
+    assert abs(x - 0.5) < 0.15 and abs(y - 0.5) < 0.15  # the camera moved to it (the layout may still nudge it)
 
 
 def test_the_memory_pages_links_reach_the_right_pages(tpage, truth):

@@ -51,11 +51,13 @@ from contextos.judge.local import LocalHeuristicJudge
 from contextos.models import ContextRequest, DocumentJob, MemoryCandidate, Provenance
 from contextos.parsing import parse_document
 from contextos.services.contradiction import ContradictionGate
+from contextos.services.firewall import Firewall
 from contextos.services.governance import GovernanceService, TrustGate
 from contextos.services.ingestion import IngestionService, deduplicate
 from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
 from contextos.store.governance import GovernanceStore
+from contextos.store.privacy import PrivacyStore
 from contextos.store.repository import MemoryStore
 
 from benchmarks.fixtures import embedded_database
@@ -438,7 +440,13 @@ def cost_part(settings: Settings, url: str, db: Database, existing_n: int, docs:
     unchained_1 = audit_rate(url, audit_tenant + "-y", rows // 10, 1, chained=False)
     chained_1 = audit_rate(url, audit_tenant, rows // 10, 1, chained=True)
 
-    service = GovernanceService(settings=settings, store=plain, governance=GovernanceStore(db), embedder=None)  # type: ignore[arg-type]
+    service = GovernanceService(
+        settings=settings,
+        store=plain,
+        governance=GovernanceStore(db),
+        embedder=None,  # type: ignore[arg-type]
+        firewall=Firewall(PrivacyStore(db)),
+    )
     started = time.perf_counter()
     report = service.verify(audit_tenant)
     verify_rate = report.entries / (time.perf_counter() - started)
@@ -489,6 +497,7 @@ def run(args: argparse.Namespace, settings: Settings, db: Database) -> None:
         queue=None,  # type: ignore[arg-type]
         extractor=container.extractor(),
         embedder=container.embedder(),
+        firewall=container.firewall(),
     )
     retrieval = RetrievalService(settings=settings, store=store, embedder=container.embedder())
 

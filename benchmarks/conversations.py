@@ -20,8 +20,10 @@ from contextos.config import Settings
 from contextos.conversations import MessageCreate
 from contextos.models import Provenance
 from contextos.services.conversations import ConversationService
+from contextos.services.firewall import Firewall
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database
+from contextos.store.privacy import PrivacyStore
 from contextos.store.repository import MemoryStore
 
 from benchmarks.fixtures import embedded_database, summary_ms
@@ -62,6 +64,7 @@ def run(args: argparse.Namespace, settings: Settings, db: Database) -> None:
         settings=settings,
         store=ConversationStore(db),
         tenant_ids=MemoryStore(db, settings.decay).tenant_ids,
+        firewall=Firewall(PrivacyStore(db)),
         queue=queue,
     )
     line = "The deploy of the checkout service failed on the canary because the cache warmed too slowly."

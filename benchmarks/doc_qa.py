@@ -167,23 +167,9 @@ def ingest_documents(
 ) -> tuple[dict[str, str], dict[str, dict], float]:
     """Every document through the ingestion service as deployed (local extractor, the store's gates)
     into ``tenant``: (document id → parsed text, document id → its counts and labels, seconds)."""
-    from contextos.extraction.local import LocalConceptExtractor
-    from contextos.services.ingestion import IngestionService
+    from benchmarks.ingest import local_ingestion
 
-    from benchmarks.ingest import InMemoryBlobs
-
-    service = IngestionService(
-        settings=settings,
-        store=store,
-        blobs=InMemoryBlobs(),
-        queue=None,  # type: ignore[arg-type]
-        extractor=LocalConceptExtractor(
-            max_concepts=settings.extraction.local_max_concepts,
-            definition_chars=settings.extraction.local_definition_chars,
-            generic_modifiers=settings.extraction.generic_modifiers,
-        ),
-        embedder=embedder,
-    )
+    service = local_ingestion(settings, store, embedder)
     texts: dict[str, str] = {}
     per_doc: dict[str, dict] = {}
     started = time.perf_counter()

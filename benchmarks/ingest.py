@@ -37,12 +37,15 @@ from contextos.lsh import signature_prefix, sketch
 from contextos.models import BASE_TRUST, Concept, DocumentJob, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.services.contradiction import ContradictionGate
+from contextos.services.firewall import Firewall
+from contextos.services.ingestion import IngestionService
 from contextos.sources import DocumentSource
 from contextos.store.admission import DocumentAdmission
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
+from contextos.store.privacy import PrivacyStore
 from contextos.store.repository import MemoryStore
 
 from benchmarks.report import write_report
@@ -304,16 +307,10 @@ def synthetic_document(rng: random.Random, n: int) -> str:
     return "\n\n".join(paragraphs)
 
 
-def _e2e_service(url: str, settings: Settings, *, threads: int | None, embed_batch: int | None = None):
-    """The ingestion service as the container builds it for the local stack: spaCy extraction, the
-    local MiniLM, the contradiction gate with the local judge (no prejudging outside the lock)."""
-    from contextos.embedding.local import LocalMiniLMEmbedder
-    from contextos.services.ingestion import IngestionService
-
-    db = Database(url, get_dialect("postgres"), max_size=2)
-    gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
-    store = MemoryStore(db, settings.decay, settings.merge, gate=gate)
-    service = IngestionService(
+def local_ingestion(settings: Settings, store: MemoryStore, embedder) -> IngestionService:
+    """The ingestion service as the container builds it for the local stack (spaCy extraction, the
+    write firewall on the store's database), over ``store`` and with ``embedder``; no queue."""
+    return IngestionService(
         settings=settings,
         store=store,
         blobs=InMemoryBlobs(),
@@ -323,12 +320,26 @@ def _e2e_service(url: str, settings: Settings, *, threads: int | None, embed_bat
             definition_chars=settings.extraction.local_definition_chars,
             generic_modifiers=settings.extraction.generic_modifiers,
         ),
-        # embed_batch: the previous embedder, a fixed count a batch (1: one text per run), for the A/B
-        embedder=LocalMiniLMEmbedder(threads=threads)
-        if embed_batch is None
-        else LocalMiniLMEmbedder(threads=threads, batch_size=embed_batch, batch_tokens=None),
+        embedder=embedder,
+        firewall=Firewall(PrivacyStore(store.db)),
     )
-    return db, store, service
+
+
+def _e2e_service(url: str, settings: Settings, *, threads: int | None, embed_batch: int | None = None):
+    """The ingestion service as the container builds it for the local stack: spaCy extraction, the
+    local MiniLM, the contradiction gate with the local judge (no prejudging outside the lock)."""
+    from contextos.embedding.local import LocalMiniLMEmbedder
+
+    db = Database(url, get_dialect("postgres"), max_size=2)
+    gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
+    store = MemoryStore(db, settings.decay, settings.merge, gate=gate)
+    # embed_batch: the previous embedder, a fixed count a batch (1: one text per run), for the A/B
+    embedder = (
+        LocalMiniLMEmbedder(threads=threads)
+        if embed_batch is None
+        else LocalMiniLMEmbedder(threads=threads, batch_size=embed_batch, batch_tokens=None)
+    )
+    return db, store, local_ingestion(settings, store, embedder)
 
 
 class _StageClock:

@@ -50,6 +50,7 @@ from contextos.decay import band_of, decay_rate, strength_at
 from contextos.models import BASE_TRUST, Band, ContextRequest, LifecycleReport, MemoryCandidate, Provenance
 from contextos.observability import metrics
 from contextos.services.cold import ColdStorage
+from contextos.services.firewall import Firewall
 from contextos.services.lifecycle import LifecycleService
 from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
@@ -57,6 +58,7 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
+from contextos.store.privacy import PrivacyStore
 from contextos.store.repository import MemoryStore
 
 from benchmarks.report import write_report
@@ -387,6 +389,7 @@ def stale_distractors(
         store=MemoryStore(db, settings.decay, settings.merge, gate=gate),
         governance=GovernanceStore(db),
         embedder=embedder,
+        firewall=Firewall(PrivacyStore(db)),
     )
     tenant = "stale-distractors"
     kind_of: dict = {}

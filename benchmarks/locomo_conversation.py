@@ -44,6 +44,7 @@ from contextos.services.admission import Admission
 from contextos.services.cold import ColdStorage
 from contextos.services.contradiction import ContradictionGate
 from contextos.services.conversations import ConversationService
+from contextos.services.firewall import Firewall
 from contextos.services.lifecycle import LifecycleService
 from contextos.services.retrieval import RetrievalService
 from contextos.store.admission import AdmissionStore
@@ -53,6 +54,7 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
+from contextos.store.privacy import PrivacyStore
 from contextos.store.repository import MemoryStore
 
 from benchmarks import locomo
@@ -116,6 +118,7 @@ def main() -> None:
             settings=settings,
             store=ConversationStore(db),
             tenant_ids=lambda: [],
+            firewall=Firewall(PrivacyStore(db)),
             queue=queue,
             extractor=lambda: extractor,
             admission=lambda: admission,

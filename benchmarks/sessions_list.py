@@ -27,8 +27,10 @@ from pathlib import Path
 from contextos.config import Settings
 from contextos.conversations import SessionListQuery
 from contextos.services.conversations import ConversationService
+from contextos.services.firewall import Firewall
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database
+from contextos.store.privacy import PrivacyStore
 
 from benchmarks.fixtures import embedded_store, summary_ms
 from benchmarks.report import write_report
@@ -96,7 +98,11 @@ def main() -> None:
         run(
             memories.db,
             ConversationService(
-                settings=settings, store=ConversationStore(memories.db), tenant_ids=memories.tenant_ids, queue=None
+                settings=settings,
+                store=ConversationStore(memories.db),
+                tenant_ids=memories.tenant_ids,
+                firewall=Firewall(PrivacyStore(memories.db)),
+                queue=None,
             ),
             args,
         )

@@ -163,6 +163,7 @@ def ingestion():  # -> IngestionService
         queue=SqsQueue(aws_client("sqs"), settings.ingest_queue_url),
         extractor=extractor(),
         embedder=embedder(),
+        firewall=firewall(),
         workspace_upload=lambda tenant, key, name, data, ceiling: workspace().ingest_upload(
             tenant, key, name, data, ceiling=ceiling
         ),
@@ -188,6 +189,7 @@ def memories():  # -> MemoryService
         settings=settings,
         embedder_factory=embedder,
         blobs=S3BlobStore(aws_client("s3")),
+        firewall=firewall(),
     )
 
 
@@ -224,6 +226,7 @@ def conversations():  # -> ConversationService
         settings=settings,
         store=ConversationStore(database()),
         tenant_ids=tenants().tenant_ids,
+        firewall=firewall(),
         queue=queue,
         extractor=extractor,
         admission=admission,
@@ -307,7 +310,11 @@ def governance():  # -> GovernanceService
     from contextos.store.governance import GovernanceStore
 
     return GovernanceService(
-        settings=get_settings(), store=admission_store(), governance=GovernanceStore(database()), embedder=embedder()
+        settings=get_settings(),
+        store=admission_store(),
+        governance=GovernanceStore(database()),
+        embedder=embedder(),
+        firewall=firewall(),
     )
 
 
@@ -372,6 +379,7 @@ def workspace():  # -> WorkspaceService
         store=memory_store(),
         workspace=WorkspaceStore(database(), settings.decay),
         embedders=embedder,
+        firewall=firewall(),
         submit_document=lambda tenant, request: ingestion().submit(tenant, request),
     )
 

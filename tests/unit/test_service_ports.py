@@ -14,6 +14,7 @@ from contextos.errors import Conflict
 from contextos.governance_models import MemoryCreate
 from contextos.models import MemoryCandidate, Provenance, StoreResult
 from contextos.ports import AdmissionPort
+from contextos.services.firewall import Firewall
 from contextos.services.governance import GovernanceService
 from contextos.store.admission import Admitted
 
@@ -58,8 +59,27 @@ class FakeAdmissions:
         return 0
 
 
+class DefaultPrivacy:
+    """No policy stored (the default, redact) and nothing to record: the firewall as a new tenant has it."""
+
+    def policy(self, tenant_id: str) -> str | None:
+        return None
+
+    def set_policy(self, tenant_id: str, policy: str, *, actor: str) -> None:
+        raise AssertionError("not under test")
+
+    def record(self, tenant_id: str, **entry: object) -> None:
+        pass
+
+
 def service(store: AdmissionPort) -> GovernanceService:
-    return GovernanceService(settings=Settings(), store=store, governance=None, embedder=FakeEmbedder())  # type: ignore[arg-type]
+    return GovernanceService(
+        settings=Settings(),
+        store=store,
+        governance=None,  # type: ignore[arg-type]
+        embedder=FakeEmbedder(),
+        firewall=Firewall(DefaultPrivacy()),  # type: ignore[arg-type]
+    )
 
 
 def test_a_manual_memory_is_admitted_through_the_one_admission_call_with_its_scope():
@@ -100,7 +120,13 @@ def test_promoting_an_item_that_is_not_pending_is_a_conflict():
             return "rejected"
 
     store = FakeAdmissions(pending=False)
-    svc = GovernanceService(settings=Settings(), store=store, governance=Decided(), embedder=FakeEmbedder())  # type: ignore[arg-type]
+    svc = GovernanceService(
+        settings=Settings(),
+        store=store,
+        governance=Decided(),  # type: ignore[arg-type]
+        embedder=FakeEmbedder(),
+        firewall=Firewall(DefaultPrivacy()),  # type: ignore[arg-type]
+    )
     with pytest.raises(Conflict, match="already rejected"):
         svc.promote("t1", uuid4(), actor="ann", kind="user", reason="checked")
     assert store.settled == []

@@ -51,7 +51,6 @@ from contextos.services.firewall import HOLD_REASON, Firewall
 from contextos.services.ingestion import deduplicate
 from contextos.sources import SessionSource
 from contextos.store.conversations import ConversationStore
-from contextos.store.privacy import PrivacyStore
 from contextos.store.rows import FlushRow
 from contextos.store.scopes import inherit_session_scope, set_session_scope
 
@@ -70,18 +69,11 @@ class ConversationService:
     settings: Settings
     store: ConversationStore
     tenant_ids: Callable[[], list[str]]
+    firewall: Firewall  # the write firewall (S7), before a turn is buffered
     queue: JobQueue | None = None
     # Factories, so chat-time users (the API, the sweeper) never build a model they do not use.
     extractor: Callable[[], ConceptExtractor] | None = None
     admission: Callable[[], Admission] | None = None
-
-    firewall: Firewall | None = None
-
-    @property
-    def _firewall(self) -> Firewall:
-        if self.firewall is None:
-            self.firewall = Firewall(PrivacyStore(self.store.db))
-        return self.firewall
 
     # -- chat time -------------------------------------------------------------------------
     def append(self, tenant_id: str, ceiling: Provenance, session_id: str, message: MessageCreate) -> MessageAppended:
@@ -96,7 +88,7 @@ class ConversationService:
         if message.occurred_at is not None:
             check_occurred_at(message.occurred_at, cfg.occurred_at_skew_s, cfg.occurred_at_max_age_days)
         # The write firewall before the turn buffer (S7): under ``reject`` this refuses the turn.
-        screened = self._firewall.screen(tenant_id, [message.content], what="turn", session_id=session_id)
+        screened = self.firewall.screen(tenant_id, [message.content], what="turn", session_id=session_id)
         row = self.store.append(
             tenant_id,
             session_id,
@@ -308,7 +300,7 @@ class ConversationService:
         )
         # Under ``hold``, what a flush drew from a redacted turn waits in the review queue.
         redacted = any(PLACEHOLDER.search(t.content) for t in spoken)
-        hold = HOLD_REASON if redacted and self._firewall.policy(tenant_id) is RedactionPolicy.hold else None
+        hold = HOLD_REASON if redacted and self.firewall.policy(tenant_id) is RedactionPolicy.hold else None
         result = self.admission().admit(tenant_id, chosen, source, hold_reason=hold).stored
         with self.store.db.tenant_tx(tenant_id) as conn:
             inherit_session_scope(conn, tenant_id, source.session_id)

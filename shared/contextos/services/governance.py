@@ -37,7 +37,6 @@ from contextos.ports import AdmissionPort
 from contextos.redaction import PLACEHOLDER, clean_label, redact
 from contextos.services.firewall import Firewall
 from contextos.store.governance import GovernanceStore
-from contextos.store.privacy import PrivacyStore
 from contextos.store.promotion import Promotion
 from contextos.trust import candidate_signals, claim_provenance, gate_trust
 
@@ -120,6 +119,7 @@ class GovernanceService:
     store: AdmissionPort
     governance: GovernanceStore
     embedder: Embedder
+    firewall: Firewall  # the write firewall (S7), before a manual memory is admitted
 
     @property
     def trust_gate(self) -> TrustGate:
@@ -133,9 +133,7 @@ class GovernanceService:
         firewall first (REST and MCP ``save_memory`` both come here)."""
         cfg = self.settings
         provenance = claim_provenance(request.provenance, ceiling, ceiling, cfg.governance)
-        screened = Firewall(PrivacyStore(self.store.db)).screen(
-            tenant_id, [request.label, request.definition], what="memory", actor=actor
-        )
+        screened = self.firewall.screen(tenant_id, [request.label, request.definition], what="memory", actor=actor)
         if screened.found:
             label, definition = screened.texts
             request = request.model_copy(update={"label": firewall_label(label, definition), "definition": definition})

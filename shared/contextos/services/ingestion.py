@@ -42,7 +42,6 @@ from contextos.services.admission import Admission, AdmissionResult, PreparedAdm
 from contextos.services.firewall import HOLD_REASON, ContainsSecret, Firewall, secret_reason
 from contextos.sources import DocumentSource
 from contextos.store.document_scopes import scope_document, scope_document_memories
-from contextos.store.privacy import PrivacyStore
 from contextos.store.rows import ClaimedDocument
 from contextos.tenancy import valid_tenant
 from contextos.workspace.format import has_frontmatter
@@ -64,17 +63,10 @@ class IngestionService:
     queue: JobQueue
     extractor: ConceptExtractor
     embedder: Embedder
+    firewall: Firewall  # the write firewall (S7), before anything is stored
     # A frontmatter markdown file is a workspace memory (S10): (tenant, key, name, bytes, ceiling) → its
     # document, or None when the file is an ordinary document.
     workspace_upload: Callable[[str, str, str, bytes, Provenance], DocumentRecord | None] | None = None
-    # The write firewall (S7); built on the store's database when not given.
-    firewall: Firewall | None = None
-
-    @property
-    def _firewall(self) -> Firewall:
-        if self.firewall is None:
-            self.firewall = Firewall(PrivacyStore(self.store.db))
-        return self.firewall
 
     # -- the way in through the API -----------------------------------------------------------
     def submit(self, tenant_id: str, request: DocumentCreate) -> DocumentAccepted:
@@ -89,7 +81,7 @@ class IngestionService:
         if text is not None:
             # A text is redacted before it is stored anywhere (row, raw object); a binary file
             # is parsed and redacted by the worker, which then deletes its raw object.
-            screened = self._firewall.screen(tenant_id, [text], what="document", reject=False)
+            screened = self.firewall.screen(tenant_id, [text], what="document", reject=False)
             if screened.found:
                 if screened.policy is RedactionPolicy.reject:
                     return self._refuse_secret(tenant_id, request, digest, screened.counts)
@@ -336,7 +328,7 @@ class IngestionService:
         """S4 steps 1-6 and the trust gate: the document ready for the store."""
         parsed = parse_document(data, filename=claimed["filename"], declared_type=claimed["content_type"])
         crash_point("ingest:after_parse")
-        screened = self._firewall.screen(
+        screened = self.firewall.screen(
             tenant_id, [parsed.text], what="document", document_id=document_id, reject=False
         )
         if screened.found:
@@ -365,7 +357,7 @@ class IngestionService:
             raw_s3_key=raw_key,
         )
         # ``hold`` counts what was redacted at submission too (a text body is redacted before its row)
-        hold = HOLD_REASON if redactions and self._firewall.policy(tenant_id) is RedactionPolicy.hold else None
+        hold = HOLD_REASON if redactions and self.firewall.policy(tenant_id) is RedactionPolicy.hold else None
         return self.admission.prepare(tenant_id, concepts, source, source_text=parsed.text, hold_reason=hold)
 
     def _drop_raw_objects(self, claimed: ClaimedDocument) -> None:

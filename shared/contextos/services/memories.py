@@ -48,7 +48,6 @@ from contextos.services.governance import firewall_label
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore
-from contextos.store.privacy import PrivacyStore
 from contextos.store.rows import LockedMemory
 
 if TYPE_CHECKING:
@@ -90,6 +89,7 @@ class MemoryService:
     embedder_factory: Callable[[], Embedder] | None = None  # lazily: most verbs never embed
     management: ManagementStore | None = None
     blobs: Blobs | None = None  # cold objects and raw documents (S3)
+    firewall: Firewall | None = None  # the write firewall (S7) on edits of a memory's text
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, tenant_id: str, memory_id: UUID) -> MemoryDetail:
@@ -142,9 +142,7 @@ class MemoryService:
             raise BadRequest("nothing to change: give at least one field")
         if "label" in changes or "definition" in changes:  # an edit is a way in too (S7)
             fields = [f for f in ("label", "definition") if f in changes]
-            screened = Firewall(PrivacyStore(self.store.db)).screen(
-                tenant_id, [changes[f] for f in fields], what="memory edit", actor=actor
-            )
+            screened = self._firewall.screen(tenant_id, [changes[f] for f in fields], what="memory edit", actor=actor)
             if screened.found:
                 changes |= dict(zip(fields, screened.texts, strict=True))
                 if "label" in changes:
@@ -338,6 +336,12 @@ class MemoryService:
         if self.embedder is None:
             raise RuntimeError("MemoryService needs an embedder to edit memories")
         return self.embedder
+
+    @property
+    def _firewall(self) -> Firewall:
+        if self.firewall is None:
+            raise RuntimeError("MemoryService needs the write firewall to edit a memory's text")
+        return self.firewall
 
     @property
     def _blobs(self) -> Blobs:

@@ -35,7 +35,6 @@ from contextos.services.governance import TrustGate, firewall_label
 from contextos.store.contradictions import close_superseded, link
 from contextos.store.governance import GovernanceStore
 from contextos.store.management import ManagementStore
-from contextos.store.privacy import PrivacyStore
 from contextos.store.workspace import NewItem, NewMemory, WorkspaceStore
 from contextos.trust import cap_provenance
 from contextos.workspace.format import Limits, WorkspaceFileError, content_hash, name_files, parse_file, render_file
@@ -175,22 +174,16 @@ class WorkspaceService:
     store: WorkspaceStorePort
     workspace: WorkspaceStore
     embedders: Callable[[], Embedder]  # loaded on the first import: an export never needs the model
+    firewall: Firewall  # the write firewall (S7) on every imported file
     submit_document: Callable[[str, DocumentCreate], DocumentAccepted] | None = None
     limits: Limits = field(default_factory=Limits)
     page_size: int = 500
-    firewall: Firewall | None = None
-
-    @property
-    def _firewall(self) -> Firewall:
-        if self.firewall is None:
-            self.firewall = Firewall(PrivacyStore(self.store.db))
-        return self.firewall
 
     def _screen(self, tenant_id: str, plan: _Plan, memory: WorkspaceMemory, actor: str) -> WorkspaceMemory | None:
         """The write firewall on a workspace file's texts (label, body, source labels and excerpts);
         None when the tenant rejects it (the file's report says ``contains_secret``)."""
         texts = [memory.l0, memory.l1, *(t for src in memory.sources for t in (src.label, src.excerpt))]
-        screened = self._firewall.screen(tenant_id, texts, what="workspace file", actor=actor, reject=False)
+        screened = self.firewall.screen(tenant_id, texts, what="workspace file", actor=actor, reject=False)
         if not screened.found:
             return memory
         if screened.policy is RedactionPolicy.reject:

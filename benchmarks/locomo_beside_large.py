@@ -35,7 +35,6 @@ from contextos.models import ContextRequest, LifecycleReport
 from contextos.observability import metrics
 from contextos.services.cold import ColdStorage
 from contextos.services.lifecycle import LifecycleService
-from contextos.services.retrieval import RetrievalService
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
@@ -63,7 +62,7 @@ from benchmarks.retrieval import (
     prototypes,
 )
 from benchmarks.retrieval import load as load_corpus
-from benchmarks.warm import pool_of_one, prepared_plans
+from benchmarks.warm import pool_of_one, prepared_plans, read_service
 
 VARIANTS = {"contextos": "shifted", "contextos_fresh": "fresh"}
 ALONE = Path(__file__).resolve().parent / "reports" / "locomo.json"  # the LoCoMo run on its own
@@ -135,20 +134,11 @@ def main() -> None:
         print(f"loaded {loaded}; questions on one warm connection…", flush=True)
 
         one = pool_of_one(url, get_dialect("postgres"))
-        warm_store = MemoryStore(one, settings.decay, settings.merge)
-        warm_life = LifecycleStore(one, settings.decay, settings.lifecycle)
-        warm_cold = ColdStorage(warm_life, blobs, settings.cold_bucket, settings.lifecycle)
-        service = RetrievalService(settings=settings, store=warm_store, embedder=embedder, cold=warm_cold)
+        service = read_service(one, settings, embedder, blobs)
         # The same-run baseline: the same questions, asked back to back (same data, same clock) on a
         # second warm connection that serves LoCoMo's tenants only.
         own = pool_of_one(url, get_dialect("postgres"))
-        own_life = LifecycleStore(own, settings.decay, settings.lifecycle)
-        alone_service = RetrievalService(
-            settings=settings,
-            store=MemoryStore(own, settings.decay, settings.merge),
-            embedder=embedder,
-            cold=ColdStorage(own_life, blobs, settings.cold_bucket, settings.lifecycle),
-        )
+        alone_service = read_service(own, settings, embedder, blobs)
         load_before = os.getloadavg()
         n = 0
         offset = 0

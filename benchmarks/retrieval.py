@@ -67,7 +67,7 @@ from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
 from benchmarks.report import write_report
-from benchmarks.warm import WarmTenant, warm_figures, warm_interleaved
+from benchmarks.warm import WarmTenant, read_service, warm_figures, warm_interleaved
 
 DIM = 384
 SMALL_TENANT = "bench-10k"
@@ -1150,10 +1150,7 @@ def main() -> None:
         print("warm: one connection, the 100k and the 10k tenant interleaved…", flush=True)
 
         def make_service(one: Database) -> RetrievalService:
-            warm_store = MemoryStore(one, settings.decay, settings.merge)
-            warm_life = LifecycleStore(one, settings.decay, settings.lifecycle)
-            warm_cold = ColdStorage(warm_life, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-            return RetrievalService(settings=settings, store=warm_store, embedder=embedder, cold=warm_cold)
+            return read_service(one, settings, embedder, MemoryBlobs())
 
         warm = warm_interleaved(
             url,

@@ -70,7 +70,7 @@ from benchmarks.retrieval import (
     prototypes,
     timed,
 )
-from benchmarks.warm import WarmTenant, warm_figures, warm_interleaved
+from benchmarks.warm import WarmTenant, read_service, warm_figures, warm_interleaved
 
 USERS = 50
 AGENTS = 2
@@ -585,10 +585,7 @@ def main() -> None:
             turns += [None, users[j], agents[j % len(agents)], tags[0]]
 
         def make_service(one: Database) -> RetrievalService:
-            warm_store = MemoryStore(one, settings.decay, settings.merge)
-            warm_life = LifecycleStore(one, settings.decay, settings.lifecycle)
-            warm_cold = ColdStorage(warm_life, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-            return RetrievalService(settings=settings, store=warm_store, embedder=embedder, cold=warm_cold)
+            return read_service(one, settings, embedder, MemoryBlobs())
 
         warm = warm_interleaved(
             url,

@@ -19,12 +19,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import psycopg
+from contextos.embedding import Embedder
 from contextos.models import ContextRequest
 from contextos.observability import metrics
 from contextos.scopes import ScopeFilter
+from contextos.services.cold import ColdBlobs, ColdStorage
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import Dialect, get_dialect
+from contextos.store.lifecycle import LifecycleStore
+from contextos.store.repository import MemoryStore
 from contextos.store.scoped_reads import ScopedReads
 from pgvector import Vector
 from pgvector.psycopg import register_vector
@@ -68,6 +73,17 @@ def pool_of_one(url: str, dialect: Dialect, *, plan_cache_mode: str | None = Non
         with db.pool.connection() as conn:
             conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")  # the session's: the one connection keeps it
     return db
+
+
+def read_service(db: Database, settings: Settings, embedder: Embedder, blobs: ColdBlobs) -> RetrievalService:
+    """The read path as deployed on ``db`` (a warm pool of one): its store, lifecycle and cold storage."""
+    life = LifecycleStore(db, settings.decay, settings.lifecycle)
+    return RetrievalService(
+        settings=settings,
+        store=MemoryStore(db, settings.decay, settings.merge),
+        embedder=embedder,
+        cold=ColdStorage(life, blobs, settings.cold_bucket, settings.lifecycle),
+    )
 
 
 def prepared_plans(db: Database, marker: str) -> list[dict]:

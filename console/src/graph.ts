@@ -334,8 +334,18 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       window.contextosLayoutRunning = false;
       canvas.dataset.layout = "done";
     }
-    const display = renderer?.getNodeDisplayData(id);
-    if (display) renderer!.getCamera().animate({ x: display.x, y: display.y, ratio: 0.15 }, { duration: 300 });
+    if (!renderer) return;
+    const r = renderer;
+    // Sigma frames positions against the graph's extent as of its last render; the layout may have
+    // moved nodes since, and at this zoom a stale frame misses by a screen: render first, then aim.
+    r.refresh();
+    const aim = () => r.getNodeDisplayData(id);
+    const first = aim();
+    if (first)
+      void r.getCamera().animate({ x: first.x, y: first.y, ratio: 0.15 }, { duration: 300 }).then(() => {
+        const now = aim();
+        if (renderer === r && now && (now.x !== first.x || now.y !== first.y)) r.getCamera().setState({ x: now.x, y: now.y });
+      });
     showSelected(id);
   };
 

@@ -347,6 +347,9 @@ class ConversationSettings(BaseModel):
     # at most this far back (imported history; older turns would only ever be forgotten).
     occurred_at_skew_s: int = 300
     episode_min_words: int = 3  # an uncited turn shorter than this (small talk) is not kept as evidence
+    # a concept stating more turns of one flush than this is a hub (a speaker, a running theme): its
+    # turns are kept by the flush's episode, since a hub's searchable text fills across sessions
+    episode_hub_turns: int = 4
     occurred_at_max_age_days: int = 3650
     recent_turns: int = 6  # turns of the session that inform a context query's analysis
     recent_turn_chars: int = 2_000  # of each recent turn, for query analysis

@@ -221,24 +221,32 @@ def keep_every_turn(
     max_concepts: int,
     acceptable: Callable[[TurnConcept], bool],
     min_words: int = 3,
+    hub_turns: int = 4,
 ) -> list[TurnConcept]:
-    """Every turn kept once, as evidence a query for its words can find: as an excerpt of the first
-    (most important) acceptable concept that states it, and the turns no concept states as the
-    excerpts of the range's episode memory (one more concept: when the range already has
-    ``max_concepts``, the least important gives way and its turns join the episode). Whatever the
-    extractor returned, with or without the turns each concept came from. A turn of fewer than
-    ``min_words`` words that no concept states ("Hi!", "Great, thanks.") is evidence of nothing and
-    makes no episode."""
+    """Every turn kept once, as evidence a query for its words can find: as an excerpt of the most
+    specific acceptable concept that states it (fewest turns; the more important on a tie), and the
+    turns no concept states as the excerpts of the range's episode memory (one more concept: when
+    the range already has ``max_concepts``, the least important gives way and its turns join the
+    episode). A concept stating more than ``hub_turns`` turns is a hub (a speaker's name, a theme
+    that runs through every session): it merges across every flush, so its searchable text would
+    fill and drop what came later; its turns go to the episode, which is this range's alone.
+    Whatever the extractor returned, with or without the turns each concept came from. A turn of
+    fewer than ``min_words`` words that no concept states ("Hi!", "Great, thanks.") is evidence of
+    nothing and makes no episode."""
     turns = [t for t in turns if len(t.content.split()) >= min_words or t.seq in {s for c in concepts for s in c.turns}]
     by_seq = {t.seq: t for t in turns}
     kept = list(concepts)
     while True:
         claimed: dict[int, int] = {}  # turn seq → index of the concept that keeps it
-        for i, concept in enumerate(kept):
-            if acceptable(concept):
-                for seq in concept.turns:
-                    if seq in by_seq:
-                        claimed.setdefault(seq, i)
+        keepers = [
+            (len(stated), i)
+            for i, concept in enumerate(kept)
+            if acceptable(concept) and 0 < len(stated := {s for s in concept.turns if s in by_seq}) <= hub_turns
+        ]
+        for _, i in sorted(keepers):
+            for seq in kept[i].turns:
+                if seq in by_seq:
+                    claimed.setdefault(seq, i)
         left = [t for t in turns if t.seq not in claimed]
         if not left or len(kept) < max_concepts or not kept:
             break

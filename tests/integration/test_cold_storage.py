@@ -377,3 +377,27 @@ def test_a_fault_part_way_through_a_querys_reactivations_keeps_the_ones_done(see
     _, second = call_api("POST", "/v1/context", seeded, {"query": query})
     assert len(second["reactivated"]) == 1  # only the one that failed; the others are hot already
     assert assert_each_memory_exactly_once(seeded, s3, before)["cold"] == []
+
+
+def test_a_reactivated_memory_shows_the_excerpts_it_was_archived_with(seeded, s3):
+    """An archived episode's turns live in its occurrences' excerpts: the query that wakes it sees
+    the turn it asked about (L2), in a dry run as after a real reactivation."""
+    from contextos.evidence import stem_key
+
+    said = "The canary took five percent of the Frankfurt traffic on Tuesday before the full rollout."
+    with container.database().tenant_tx(seeded) as conn:
+        conn.execute(
+            """UPDATE memory_items SET excerpts = ARRAY[%s], excerpt_stems = ARRAY[%s]
+               WHERE memory_id = (SELECT id FROM memories WHERE label = 'Canary release')""",
+            [said, stem_key(said)],
+        )
+    forget(seeded, ["Canary release"])
+    container.lifecycle().run()
+    assert {r["label"]: r["tier"] for r in rows(seeded)}["Canary release"] == "cold"
+    query = "How much of the Frankfurt traffic did the canary take on Tuesday?"
+    for dry_run in (True, False):
+        status, result = call_api("POST", "/v1/context", seeded, {"query": query, "dry_run": dry_run})
+        assert status == 200
+        canary = next(m for m in result["memories"] if m["label"] == "Canary release")
+        assert canary["tier_used"] == "L2" and canary["excerpts"] == [said], (dry_run, canary)
+        assert canary["definition"] == query_text("Canary release").split(": ", 1)[1]

@@ -88,3 +88,36 @@ def test_a_rejected_concept_does_not_keep_a_turn():
     bad = TurnConcept(label="It", definition="short", turns=[1])
     out = keep_every_turn([bad], TURNS, session_id="s", first=1, max_concepts=10, acceptable=acceptable)
     assert out[0].excerpts == [] and turn_excerpt(TURNS[0]) in out[-1].excerpts
+
+
+def test_a_hub_concept_keeps_no_turns_the_episode_does():
+    """A speaker's name states nearly every turn of every session: its searchable text would fill
+    across flushes and drop what came later, so its turns go to this range's episode; a specific
+    concept still keeps the turns it states."""
+    hub = concept("Caroline", [1, 2, 3], importance=9)
+    out = keep_every_turn(
+        [hub, concept("Pixel", [1])],
+        TURNS,
+        session_id="s",
+        first=1,
+        max_concepts=10,
+        acceptable=acceptable,
+        hub_turns=2,
+    )
+    assert out[0].label == "Caroline" and out[0].excerpts == []
+    assert out[1].excerpts == [turn_excerpt(TURNS[0])]
+    assert out[-1].label == "Episode s 1" and out[-1].excerpts == [turn_excerpt(t) for t in TURNS[1:3]]
+    assert len(kept_turns(out)) == len(set(kept_turns(out))) == 3
+
+
+def test_the_most_specific_concept_keeps_a_turn_it_shares():
+    out = keep_every_turn(
+        [concept("Pets", [1, 2, 3], importance=9), concept("Pixel", [1])],
+        TURNS,
+        session_id="s",
+        first=1,
+        max_concepts=10,
+        acceptable=acceptable,
+    )
+    assert out[1].excerpts == [turn_excerpt(TURNS[0])]
+    assert out[0].excerpts == [turn_excerpt(t) for t in TURNS[1:3]]

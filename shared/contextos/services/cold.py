@@ -99,8 +99,8 @@ class ColdStorage:
         self, tenant_id: str, matches: Sequence[dict], *, dry_run: bool, reason: str, read_definition: bool = False
     ) -> list[tuple[Reactivation, dict | None]]:
         """Restore the given cold stubs (rows of `cold_matches` or `cold_candidates`), each with its
-        archived memory (``read_definition``: a dry run reads it too, changing nothing, so that it
-        shows what would be injected)."""
+        archive (``{"memory", "items", ...}``; ``read_definition``: a dry run reads it too, changing
+        nothing, so that it shows what would be injected)."""
         cfg = self.settings
         out: list[tuple[Reactivation, dict | None]] = []
         for match in matches:
@@ -138,5 +138,5 @@ class ColdStorage:
                 reactivation = Reactivation(
                     id=match["id"], label=match["label"], similarity=similarity, restored=restored
                 )
-                out.append((reactivation, payload.get("memory")))
+                out.append((reactivation, payload))
         return out

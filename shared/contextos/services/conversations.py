@@ -269,6 +269,7 @@ class ConversationService:
             max_concepts=cfg.max_concepts,
             acceptable=lambda c: rejection_reason(c, min_definition_chars=min_chars) is None,
             min_words=cfg.episode_min_words,
+            hub_turns=cfg.episode_hub_turns,
         )
         by_seq = {t.seq: t for t in spoken}
         fallback = min((t.provenance for t in spoken), key=BASE_TRUST.__getitem__, default=Provenance.agent_turn)

@@ -446,14 +446,14 @@ class RetrievalService:
             reason="among the query's best evidence, cosine",
             read_definition=True,
         )
-        memories = {reactivation.id: memory for reactivation, memory in back}
+        archives = {reactivation.id: archive for reactivation, archive in back}
         kept = []
         for r in chosen:
             if r.candidate.payload.get("cold"):
-                if r.candidate.id not in memories:
+                if r.candidate.id not in archives:
                     continue
-                memory = memories[r.candidate.id] or {}
-                r.candidate.payload["definition"] = memory.get("definition", "")
+                archive = archives[r.candidate.id] or {}
+                r.candidate.payload |= archived_evidence(archive, self.settings.retrieval.l2_excerpt_chars)
             kept.append(r)
         return kept, [reactivation for reactivation, _ in back]
 
@@ -552,6 +552,23 @@ def _near_misses(left_out: list[NearMiss], per_reason: int) -> list[NearMiss]:
 def _sources(ranked: list[Ranked]) -> dict[UUID, list[str]]:
     """memory id → its distinct sources, as the candidate pool read them."""
     return {r.candidate.id: sorted(s for s in r.candidate.payload.get("sources") or [] if s) for r in ranked}
+
+
+def archived_evidence(archive: dict, excerpt_chars: int) -> dict:
+    """What a cold memory brought back shows, as a hot one would: its definition, and as L2
+    excerpts its occurrences' other definitions and source excerpts (with their stems), so the
+    turns an archived episode kept still answer the query that woke it."""
+    definition = (archive.get("memory") or {}).get("definition", "")
+    excerpts: list[str] = []
+    excerpt_stems: list[str | None] = []
+    for item in archive.get("items") or []:
+        if item.get("definition") and item["definition"] != definition:
+            excerpts.append(item["definition"][:excerpt_chars])
+            excerpt_stems.append(item.get("definition_stems"))
+        texts, text_stems = item.get("excerpts") or [], item.get("excerpt_stems") or []
+        excerpts += [text[:excerpt_chars] for text in texts]
+        excerpt_stems += [text_stems[i] if i < len(text_stems) else None for i in range(len(texts))]
+    return {"definition": definition, "excerpts": excerpts, "excerpt_stems": excerpt_stems}
 
 
 def _scored(r: Ranked, tier: Tier, sources: dict, excerpts: list[str] | None = None) -> ScoredMemory:

@@ -84,6 +84,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--limit-questions", type=int, default=None)
     parser.add_argument("--no-report", action="store_true")
+    parser.add_argument("--show-missing", action="store_true", help="print the evidence turns no memory holds")
     args = parser.parse_args()
     started, cpu0 = time.perf_counter(), time.process_time()
     settings = Settings()
@@ -103,6 +104,7 @@ def main() -> None:
     )
     rows: list[dict] = []
     tokens: list[int] = []
+    shown_count: list[int] = []  # memories per answer shown with their text (L1/L2)
     concepts_per_flush: list[int] = []
     reachable: list[bool] = []
     in_items: list[bool] = []  # diagnostics: held by an occurrence (memory_items), held for review
@@ -155,7 +157,7 @@ def main() -> None:
                 flushes = conn.execute("SELECT status, counts FROM conversation_flushes").fetchall()
                 held = conn.execute(
                     "SELECT string_agg(coalesce(definition, '') || ' ' || coalesce(source_text, ''), ' ') AS t"
-                    " FROM memories WHERE state = 'active'"
+                    " FROM memories WHERE state IN ('active', 'archived')"  # a cold stub keeps its source_text
                 ).fetchone()["t"]
                 items = conn.execute(
                     "SELECT string_agg(array_to_string(excerpts, ' ') || ' ' || definition, ' ') AS t FROM memory_items"
@@ -167,12 +169,16 @@ def main() -> None:
             content = {d: _words(_PREFIX.sub("", t.text)) for d, t in turn_of.items()}
             evidence_turns = {d for q in conv.questions for d in q.evidence}
             reachable += [content[d] in held for d in evidence_turns]
+            if args.show_missing:
+                for d in sorted(d for d in evidence_turns if content[d] not in held):
+                    print(f"missing {d}: {content[d][:160]}")
             items = _words(items or "")
             in_items += [content[d] in items for d in evidence_turns]
             in_review += [content[d] in (pending or "") for d in evidence_turns]
             for q in conv.questions:
                 result = retrieval.context(tenant, ContextRequest(query=q.question, dry_run=True))
                 tokens.append(result.tokens_used)
+                shown_count.append(sum(m.tier_used != "L0" for m in result.memories))
                 shown = [
                     _words(" ".join([m.definition, *m.excerpts])) if m.tier_used != "L0" else ""
                     for m in result.memories
@@ -209,6 +215,7 @@ def main() -> None:
         },
         "tokens_mean": round(statistics.mean(tokens), 1),
         "abstained": sum(r["abstained"] for r in rows),
+        "memories_with_text_mean": round(statistics.mean(shown_count), 2),
         "evidence_reachable_rate": round(statistics.mean(reachable), 3),
         # diagnostics: the evidence turns some occurrence (memory_items) holds, whether or not its
         # memory's searchable source_text still does; those a held candidate holds (review queue)

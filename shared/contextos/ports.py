@@ -63,6 +63,7 @@ class DocumentPort(Protocol):
         metadata: dict[str, Any] | None = None,
         counts: dict[str, Any] | None = None,
         document_id: UUID | None = None,
+        scope: Scope | None = None,
     ) -> tuple[DocumentRecord, bool]: ...
 
     def add_upload_ticket(

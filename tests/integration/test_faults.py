@@ -153,6 +153,27 @@ def test_a_worker_killed_during_ingestion_loses_and_duplicates_nothing(step, ten
     assert_chain_verifies(tenant)
 
 
+@pytest.mark.parametrize("step", INGEST_STEPS)
+def test_a_worker_killed_during_a_scoped_ingestion_leaves_no_memory_unscoped(
+    step, tenant, short_claims, sqs, local_aws
+):
+    """S11: a document's memories take its scope in their own transaction; no kill between two
+    steps can leave them stored but unscoped (once, the scope was written after the commit)."""
+    url, arn = local_aws.ingest_queue_url, local_aws.ingest_queue_arn
+    empty_queue(sqs, url)
+    body = {"text": DOCUMENT, "filename": "runbook.md", "user_id": "ada", "tags": ["payments"]}
+    status, accepted = call_api("POST", "/v1/documents", tenant, body)
+    assert status == 202
+    crash_worker(step, "ingest", url, arn)
+    restart(sqs, url, arn, "ingest")
+    _, document = call_api("GET", f"/v1/documents/{accepted['id']}", tenant)
+    assert document["status"] == "done", document["error"]
+    with container.database().tenant_tx(tenant) as conn:
+        scopes = conn.execute("SELECT label, user_id, tags FROM memories WHERE state = 'active'").fetchall()
+    assert len(scopes) >= 2
+    assert [m for m in scopes if m["user_id"] != "ada" or "payments" not in m["tags"]] == []
+
+
 # -- conversation flush ------------------------------------------------------------------------------
 def end_conversation(tenant: str, session: str) -> None:
     for role, content in TURNS:

@@ -52,7 +52,7 @@ from contextos.services.ingestion import deduplicate
 from contextos.sources import SessionSource
 from contextos.store.conversations import ConversationStore
 from contextos.store.rows import FlushRow
-from contextos.store.scopes import inherit_session_scope, set_session_scope
+from contextos.store.scopes import set_session_scope
 
 
 class SweepReport(BaseModel):
@@ -303,8 +303,6 @@ class ConversationService:
         redacted = any(PLACEHOLDER.search(t.content) for t in spoken)
         hold = HOLD_REASON if redacted and self.firewall.policy(tenant_id) is RedactionPolicy.hold else None
         result = self.admission().admit(tenant_id, chosen, source, hold_reason=hold).stored
-        with self.store.db.tenant_tx(tenant_id) as conn:
-            inherit_session_scope(conn, tenant_id, source.session_id)
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)
 

@@ -41,7 +41,6 @@ from contextos.scopes import Scope
 from contextos.services.admission import Admission, AdmissionResult, PreparedAdmission
 from contextos.services.firewall import HOLD_REASON, ContainsSecret, Firewall, secret_reason
 from contextos.sources import DocumentSource
-from contextos.store.document_scopes import scope_document, scope_document_memories
 from contextos.store.rows import ClaimedDocument
 from contextos.tenancy import valid_tenant
 from contextos.workspace.format import has_frontmatter
@@ -104,10 +103,8 @@ class IngestionService:
             source_s3_key=source_key,
             metadata=request.metadata,
             counts=counts,
+            scope=Scope(user_id=request.user_id, agent_id=request.agent_id, run_id=request.run_id, tags=request.tags),
         )
-        scope = Scope(user_id=request.user_id, agent_id=request.agent_id, run_id=request.run_id, tags=request.tags)
-        if created and not scope.empty:
-            scope_document(self.store.db, tenant_id, record.id, scope)
         if created or record.status == "queued":
             self.queue.send(DocumentJob(tenant_id=tenant_id, document_id=record.id).model_dump(mode="json"))
         metrics.add_metric(name="DocumentsSubmitted", unit="Count", value=1)
@@ -187,7 +184,7 @@ class IngestionService:
                 if redact(data.decode("utf-8", errors="replace")).found:
                     self.blobs.delete(bucket, key)  # its memory keeps the redacted text; the file goes
                 return record
-        record, created = self.store.create_document(
+        record, _ = self.store.create_document(
             tenant_id,
             content_hash=content_hash(data),
             filename=safe_filename(name),
@@ -196,13 +193,12 @@ class IngestionService:
             size_bytes=len(data),
             upload_s3_key=key,
             document_id=ticket["document_id"] if ticket else None,
+            scope=Scope(user_id=ticket["user_id"], agent_id=ticket["agent_id"], tags=ticket["tags"])
+            if ticket
+            else None,
         )
         if record.status not in ("queued", "processing"):
             return record  # the same content was ingested before: no work
-        if created and ticket:
-            scope = Scope(user_id=ticket["user_id"], agent_id=ticket["agent_id"], tags=ticket["tags"])
-            if not scope.empty:
-                scope_document(self.store.db, tenant_id, record.id, scope)
         self.process(DocumentJob(tenant_id=tenant_id, document_id=record.id), data=data)
         return self.store.get_document(tenant_id, record.id)
 
@@ -369,8 +365,7 @@ class IngestionService:
             self.blobs.delete(self.settings.upload_bucket, claimed["upload_s3_key"])
 
     def _admitted(self, job: DocumentJob, admitted: AdmissionResult) -> None:
-        """After a document's admission: its memories take its scope; the metrics."""
-        scope_document_memories(self.store.db, job.tenant_id, job.document_id)
+        """After a document's admission (its memories took its scope in that transaction): the metrics."""
         result = admitted.stored
         metrics.add_metric(name="MemoriesCreated", unit="Count", value=result.created)
         metrics.add_metric(name="MemoriesMerged", unit="Count", value=result.merged)

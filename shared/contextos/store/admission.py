@@ -40,7 +40,7 @@ from contextos.store.governance import GovernanceStore
 from contextos.store.merge_lookups import MergeLookups
 from contextos.store.promotion import Promotion, decide_promotion
 from contextos.store.relationships import outgoing
-from contextos.store.scopes import apply_scope, source_scope
+from contextos.store.scopes import apply_scope, inherit_document_scope, inherit_session_scope, source_scope
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -224,9 +224,11 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
 
     @staticmethod
     def _finish_source(conn: Writes, tenant_id: str, source: ConceptSource, counts: dict[str, Any]) -> None:
-        """The source's own bookkeeping, in the memories' transaction."""
+        """The source's own bookkeeping, in the memories' transaction: its status and counts, and
+        its scope passed to the memories it taught (S11), so no crash leaves them unscoped."""
         match source:
             case DocumentSource():
+                inherit_document_scope(conn, tenant_id, source.document_id)
                 conn.execute(
                     """UPDATE documents SET status = 'done', error = NULL, source_type = %s, domain = %s,
                               raw_text = %s, raw_s3_key = COALESCE(%s, raw_s3_key), counts = %s, updated_at = now()
@@ -242,6 +244,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
                     ],
                 )
             case SessionSource():
+                inherit_session_scope(conn, tenant_id, source.session_id)
                 conn.execute(
                     """UPDATE conversation_flushes SET status = 'done', error = NULL, counts = %s, updated_at = now()
                        WHERE tenant_id = %s AND session_id = %s AND message_from = %s""",

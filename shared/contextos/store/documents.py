@@ -14,6 +14,7 @@ from contextos.models import DocumentRecord
 from contextos.scopes import Scope
 from contextos.store.db import Database
 from contextos.store.rows import ClaimedDocument, DocumentMemory, UploadTicketRow, row_of, rows_of
+from contextos.store.scopes import set_document_scope
 from psycopg.types.json import Jsonb
 
 DOCUMENT_COLUMNS = (
@@ -41,9 +42,11 @@ class DocumentStore:
         metadata: dict[str, Any] | None = None,
         counts: dict[str, Any] | None = None,
         document_id: UUID | None = None,
+        scope: Scope | None = None,
     ) -> tuple[DocumentRecord, bool]:
         """Insert a queued document (with ``document_id`` when one was promised, e.g. by an upload
-        ticket), or return the tenant's existing one with the same content."""
+        ticket) and, in the same transaction, who it is about (``scope``), or return the tenant's
+        existing one with the same content (its scope as it was first written)."""
         with self.db.tenant_tx(tenant_id) as conn:
             conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", [tenant_id])
             row = conn.execute(
@@ -68,6 +71,8 @@ class DocumentStore:
                 ],
             ).fetchone()
             if row:
+                if scope is not None:
+                    set_document_scope(conn, tenant_id, row["id"], scope)
                 return DocumentRecord.model_validate(row), True
             existing = conn.execute(
                 f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE tenant_id = %s AND content_hash = %s",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 
@@ -96,9 +97,12 @@ def test_the_simulation_shows_the_dry_run_scores(page, stack):
     show(page, "simulate")
     page.fill("#sim-query", query)
     page.fill("#sim-budget", "800")
-    page.click("#sim-form button[type=submit]")
+    # the reply the console itself received (recency moves with the clock between two calls)
+    with page.expect_response(lambda r: r.url.endswith("/v1/context") and r.request.method == "POST") as replied:
+        page.click("#sim-form button[type=submit]")
     page.wait_for_selector("#sim-context")
-    _, expected = http(stack, "POST", "/v1/context", {"query": query, "dry_run": True, "token_budget": 800})
+    expected = replied.value.json()
+    assert json.loads(replied.value.request.post_data or "{}") == {"query": query, "dry_run": True, "token_budget": 800}
     assert expected["memories"]
     for memory in expected["memories"]:
         section = page.locator(f'section.sim-memory[data-id="{memory["id"]}"]')

@@ -44,3 +44,59 @@ def test_export_edit_sync_import_and_a_router_file_through_the_cli(stack, tmp_pa
     claude = (tmp_path / "router" / "CLAUDE.md").read_text()
     assert "## Rules" in claude and "E2E workspace rule" in claude
     assert json.loads((tmp_path / "router" / ".mcp.json").read_text())["mcpServers"]["contextos"]["args"] == ["mcp"]
+
+
+def _remember(stack, label: str, definition: str) -> str:  # noqa: F811
+    status, body = http(stack, "POST", "/v1/memories", {"label": label, "definition": definition, "type": "rule"})
+    assert status == 201, body
+    return body["memory_id"]
+
+
+def test_sync_never_loses_an_edit_and_forgets_a_deleted_file_only_with_prune(stack, tmp_path: Path, capsys):  # noqa: F811
+    from contextos.cli import main
+
+    broken_id = _remember(stack, "E2E never lost broken", "A file whose edit breaks its frontmatter.")
+    typo_id = _remember(stack, "E2E never lost typo", "A file whose edit names an unknown type.")
+    gone_id = _remember(stack, "E2E never lost deleted", "A file the user deletes.")
+    flags = ["--api", stack.api_url, "--key", KEY]
+    workspace = tmp_path / "memory"
+    assert main(["export", str(workspace), *flags]) == 0
+    broken = next(workspace.rglob(f"*-{broken_id[:8]}.md"))
+    typo = next(workspace.rglob(f"*-{typo_id[:8]}.md"))
+    gone = next(workspace.rglob(f"*-{gone_id[:8]}.md"))
+    broken_text = broken.read_text().replace("l0: E2E never lost broken", "l0: [E2E never lost broken, my edit")
+    typo_text = typo.read_text().replace("type: rule", "type: rulez").replace("unknown type.", "unknown type, edited.")
+    broken.write_text(broken_text)
+    typo.write_text(typo_text)
+    gone.unlink()
+    capsys.readouterr()
+
+    # the server's answer itself carries no stored text for a file that failed, nor for its memory
+    files = [{"path": p.relative_to(workspace).as_posix(), "content": p.read_text()} for p in (broken, typo)]
+    status, body = http(stack, "POST", "/v1/workspace/sync", {"files": files})
+    assert status == 200, body
+    assert {line["status"] for line in body["files"]} == {"failed"}
+    written = {f["path"] for f in body["write"]}
+    assert not written & {f["path"] for f in files}
+    assert not any(memory_id[:8] in path for path in written for memory_id in (broken_id, typo_id))
+
+    assert main(["workspace", "sync", str(workspace), *flags]) == 1  # two files failed
+    err = capsys.readouterr().err
+    assert broken.read_text() == broken_text and typo.read_text() == typo_text  # both edits kept, untouched
+    assert f"deleted (kept; --prune forgets it): {gone.relative_to(workspace).as_posix()}" in err
+    assert not gone.exists()  # a deleted file is not written back
+    assert http(stack, "GET", f"/v1/memories/{gone_id}")[0] == 200  # ... and its memory is not forgotten
+
+    assert main(["workspace", "sync", str(workspace), *flags]) == 1
+    capsys.readouterr()
+    assert not gone.exists()  # still deleted on the next sync
+
+    assert main(["workspace", "sync", str(workspace), "--prune", *flags]) == 1
+    out, err = capsys.readouterr()
+    assert f"forgetting: {gone.relative_to(workspace).as_posix()}: memory {gone_id}" in err
+    assert json.loads(out)["forgotten"] == 1
+    assert http(stack, "GET", f"/v1/memories/{gone_id}")[0] == 404
+    assert main(["workspace", "sync", str(workspace), *flags]) == 1
+    capsys.readouterr()
+    assert not gone.exists()
+    assert broken.read_text() == broken_text and typo.read_text() == typo_text

@@ -167,8 +167,20 @@ class ImportReport(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
 
 
+class DeletedFile(BaseModel):
+    """A memory whose file the client deleted since its last sync: kept (not written back) or forgotten."""
+
+    memory_id: UUID
+    status: Literal["kept", "forgotten", "unknown"]
+    code: str | None = None
+    reason: str | None = None
+
+
 class SyncReport(BaseModel):
     files: list[FileReport]
     counts: dict[str, int] = Field(default_factory=dict)
     write: list[WorkspaceFile] = Field(default_factory=list, description="files to (re)write in the workspace")
     remove: list[str] = Field(default_factory=list, description="paths to remove (renamed files)")
+    deleted: list[DeletedFile] = Field(
+        default_factory=list, description="memories whose files were deleted: not written back; forgotten with prune"
+    )

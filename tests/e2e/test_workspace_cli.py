@@ -100,3 +100,27 @@ def test_sync_never_loses_an_edit_and_forgets_a_deleted_file_only_with_prune(sta
     capsys.readouterr()
     assert not gone.exists()
     assert broken.read_text() == broken_text and typo.read_text() == typo_text
+
+
+def test_the_server_refuses_a_file_that_is_not_utf8_with_not_utf8_and_writes_nothing_over_it(stack):  # noqa: F811
+    import base64
+
+    latin1 = "---\nl0: E2E caf\xe9 cr\xe8me\ntype: fact\n---\nA Latin-1 file.\n".encode("latin-1")
+    good = "---\nl0: E2E UTF-8 caf\xe9\ntype: fact\n---\nA UTF-8 file.\n".encode()
+    files = [
+        {"path": "05-resources/latin1.md", "content": base64.b64encode(latin1).decode(), "encoding": "base64"},
+        {"path": "05-resources/utf8.md", "content": base64.b64encode(good).decode(), "encoding": "base64"},
+    ]
+    for route, utf8_outcome in (("/v1/workspace/sync", (None, "created")), ("/v1/import", ("duplicate_key", "failed"))):
+        status, body = http(stack, "POST", route, {"files": files})
+        assert status == 200, body
+        lines = {line["path"]: line for line in body["files"]}
+        assert lines["05-resources/latin1.md"]["status"] == "failed"
+        assert lines["05-resources/latin1.md"]["code"] == "not_utf8"
+        # the UTF-8 file beside it is applied: created by the sync, its label then taken for the import
+        assert (lines["05-resources/utf8.md"].get("code"), lines["05-resources/utf8.md"]["status"]) == utf8_outcome
+        assert "05-resources/latin1.md" not in {f["path"] for f in body.get("write", [])}
+    status, body = http(
+        stack, "POST", "/v1/import", {"files": [{"path": "x.md", "content": "%%", "encoding": "base64"}]}
+    )
+    assert status == 422, body

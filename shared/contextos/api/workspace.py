@@ -80,7 +80,7 @@ def import_workspace(body: ImportRequest) -> ImportReport:
         authorize(principal, Verb.unlock)
     return container.workspace().import_files(
         principal.tenant_id,
-        [(f.path, f.content.encode("utf-8")) for f in body.files],
+        [(f.path, f.data()) for f in body.files],
         actor=principal.subject,
         ceiling=principal.provenance_ceiling,
         unlock=body.unlock,
@@ -110,7 +110,7 @@ def sync_workspace(body: SyncRequest) -> SyncReport:
 
     return container.workspace().sync(
         principal.tenant_id,
-        [(f.path, f.content.encode("utf-8")) for f in body.files],
+        [(f.path, f.data()) for f in body.files],
         actor=principal.subject,
         ceiling=principal.provenance_ceiling,
         unlock=body.unlock,

@@ -48,7 +48,7 @@ def test_export_edit_sync_import_and_a_router_file_through_the_cli(stack, tmp_pa
 
 def _remember(stack, label: str, definition: str) -> str:  # noqa: F811
     status, body = http(stack, "POST", "/v1/memories", {"label": label, "definition": definition, "type": "rule"})
-    assert status == 201, body
+    assert status == 201 and body["status"] == "admitted", body  # not merged: each label its own memory
     return body["memory_id"]
 
 
@@ -124,3 +124,41 @@ def test_the_server_refuses_a_file_that_is_not_utf8_with_not_utf8_and_writes_not
         stack, "POST", "/v1/import", {"files": [{"path": "x.md", "content": "%%", "encoding": "base64"}]}
     )
     assert status == 422, body
+
+
+def test_after_import_restore_into_a_second_tenant_both_tenants_keys_sync_the_folder(stack, tmp_path: Path, capsys):  # noqa: F811
+    import shutil
+
+    from contextos import container
+    from contextos.cli import main
+    from contextos.models import Provenance
+
+    restorer = container.keys().create(
+        "e2e-restored", "restorer", principal="user", provenance_ceiling=Provenance.user_turn
+    )
+    first = _remember(
+        stack, "Quarterly invoices archive in Glacier", "Kept seven years, as the exporting tenant wrote it."
+    )
+    second = _remember(stack, "Pager rotation swaps on Mondays", "Handover at ten, as the exporting tenant wrote it.")
+    workspace = tmp_path / "memory"
+    assert main(["export", str(workspace), "--api", stack.api_url, "--key", KEY]) == 0
+    assert main(["import", str(workspace), "--restore", "--api", stack.api_url, "--key", restorer]) == 0
+    assert "failed" not in json.loads(capsys.readouterr().out)
+    copy = tmp_path / "copy"
+    shutil.copytree(workspace, copy)
+
+    for folder, key, memory_id in ((workspace, KEY, first), (copy, restorer, second)):
+        path = next(folder.rglob(f"*-{memory_id[:8]}.md"))
+        edited = path.read_text().replace("as the exporting tenant wrote it", f"edited for {key[:8]}")
+        path.write_text(edited)
+        capsys.readouterr()
+        assert main(["workspace", "sync", str(folder), "--api", stack.api_url, "--key", key]) == 0
+        out, err = capsys.readouterr()
+        assert "foreign_id" not in err and "failed" not in err, err
+        assert json.loads(out)["updated"] == 1
+        assert f"edited for {key[:8]}" in path.read_text()  # the edit is in the file ...
+        status, memory = http(stack, "GET", f"/v1/memories/{memory_id}", key=key)
+        assert status == 200 and f"edited for {key[:8]}" in memory["definition"]  # ... and in that tenant
+    # each tenant holds its own copy: the other tenant's edit did not reach it
+    assert "exporting tenant" in http(stack, "GET", f"/v1/memories/{first}", key=restorer)[1]["definition"]
+    assert "exporting tenant" in http(stack, "GET", f"/v1/memories/{second}", key=KEY)[1]["definition"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import sys
 import tarfile
 import urllib.error
@@ -17,6 +18,10 @@ from pathlib import Path
 from typing import Any
 
 IMPORT_CHUNK = 200  # files per request: well under the API's body limit for ordinary memories
+# What the folder held after the last export or sync (path → memory id): a memory whose file is gone
+# from it since was deleted by the user, not created elsewhere, so sync does not write it back.
+MANIFEST = Path(".contextos") / "workspace.json"
+_ID_LINE = re.compile(rb"^id:\s*['\"]?([0-9a-fA-F-]{36})['\"]?\s*$", re.MULTILINE)
 
 
 class NotAWorkspace(SystemExit):
@@ -43,6 +48,44 @@ def _workspace_files(directory: Path) -> tuple[list[dict[str, str]], list[str]]:
     for relative_path in not_utf8:
         print(f"failed: {relative_path}: not_utf8: the file is not UTF-8 text; it was not sent", file=sys.stderr)
     return files, not_utf8
+
+
+def _file_id(path: Path) -> str | None:
+    """The id in a file's frontmatter, read even when the rest of the file is broken or not UTF-8."""
+    head = path.read_bytes()[:4096]
+    if not head.startswith(b"---"):
+        return None
+    match = _ID_LINE.search(head)
+    return match.group(1).decode("ascii").lower() if match else None
+
+
+def _folder_ids(directory: Path) -> dict[str, str]:
+    ids = {}
+    for path in sorted(directory.rglob("*.md")):
+        relative = path.relative_to(directory)
+        if not any(part.startswith(".") for part in relative.parts) and (memory_id := _file_id(path)):
+            ids[relative.as_posix()] = memory_id
+    return ids
+
+
+def _write_manifest(directory: Path, still_deleted: dict[str, str] | None = None) -> None:
+    """``still_deleted`` (id → path): deleted files whose memories were kept stay listed, so the next
+    sync still knows them as deleted and does not write them back."""
+    files = _folder_ids(directory) | {path: memory_id for memory_id, path in (still_deleted or {}).items()}
+    target = directory / MANIFEST
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"files": files}, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def _deleted_since_last_sync(directory: Path) -> dict[str, str]:
+    """id → path of the files the last export or sync left here that are gone now (and whose id no
+    other file carries: a renamed file is not a deleted one)."""
+    try:
+        last = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    present = set(_folder_ids(directory).values())
+    return {i: p for p, i in last.items() if not (directory / p).exists() and i not in present}
 
 
 def _safe_target(directory: Path, relative: str) -> Path:
@@ -83,6 +126,7 @@ def cmd_export(args: argparse.Namespace, target_of: Callable[[argparse.Namespace
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
             members = archive.getmembers()
             archive.extractall(directory, filter="data")
+        _write_manifest(directory)
         print(f"{len(members)} files in {directory}", file=sys.stderr)
         return 0
     finally:
@@ -122,9 +166,18 @@ def cmd_import(args: argparse.Namespace, target_of: Callable[[argparse.Namespace
 def cmd_sync(args: argparse.Namespace, target_of: Callable[[argparse.Namespace], Any]) -> int:
     directory = Path(args.dir)
     files, not_utf8 = _workspace_files(directory)
+    deleted = _deleted_since_last_sync(directory)
+    for memory_id, path in sorted(deleted.items(), key=lambda item: item[1]):
+        # said before the request: with --prune the memory is forgotten by it
+        verb = "forgetting" if args.prune else "deleted (kept; --prune forgets it)"
+        print(f"{verb}: {path}: memory {memory_id}", file=sys.stderr)
     target = target_of(args)
     try:
-        status, body = target.client.call("POST", "/v1/workspace/sync", {"files": files, "unlock": args.unlock or []})
+        status, body = target.client.call(
+            "POST",
+            "/v1/workspace/sync",
+            {"files": files, "unlock": args.unlock or [], "deleted": sorted(deleted), "prune": args.prune},
+        )
     finally:
         target.close()
     if status >= 400:
@@ -143,7 +196,19 @@ def cmd_sync(args: argparse.Namespace, target_of: Callable[[argparse.Namespace],
     for line in body["files"]:
         if line["status"] in (*UNAPPLIED, "held"):
             print(f"{line['status']}: {line['path']}: {line.get('code')}: {line.get('reason')}", file=sys.stderr)
+    outcome: dict[str, int] = {}
+    kept: dict[str, str] = {}
+    for line in body.get("deleted", []):
+        outcome[line["status"]] = outcome.get(line["status"], 0) + 1
+        path = deleted.get(line["memory_id"], line["memory_id"])
+        if line["status"] == "kept":
+            kept[line["memory_id"]] = path
+        if line.get("code"):
+            print(f"kept: {path}: {line['code']}: {line.get('reason')}", file=sys.stderr)
+    _write_manifest(directory, still_deleted=kept)
     counts = body["counts"] | ({"not_utf8": len(not_utf8)} if not_utf8 else {})
+    if outcome:
+        counts |= {"deleted_kept": outcome.get("kept", 0), "forgotten": outcome.get("forgotten", 0)}
     print(json.dumps(counts | {"written": len(writes), "removed": len(removed)}))
     return 1 if unapplied else 0
 
@@ -176,5 +241,8 @@ def register(
     sync = workspace_sub.add_parser("sync", help="edits in, new and changed memories out; conflicts reported")
     sync.add_argument("dir")
     sync.add_argument("--unlock", action="append", help="a protected memory id this sync may change (repeatable)")
+    sync.add_argument(
+        "--prune", action="store_true", help="forget the memories whose files were deleted since the last sync"
+    )
     api_flags(sync)
     sync.set_defaults(func=lambda a: cmd_sync(a, target_of))

@@ -17,7 +17,7 @@ import asyncio
 import base64
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
@@ -50,6 +50,7 @@ from contextos.models import (
     SearchResult,
 )
 from contextos.reports import GovernanceReport, HealthReport
+from contextos.workspace.model import ImportReport, SyncReport
 
 M = TypeVar("M", bound=BaseModel)
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -101,7 +102,52 @@ def _decoded(response: httpx.Response) -> Any:
     """The decoded JSON body of a final response, or the `ApiError` it carries."""
     if response.is_error:
         raise _error(response)
-    return response.json() if response.content else None
+    if not response.content:
+        return None
+    if "json" not in response.headers.get("content-type", "application/json"):
+        return response.content  # an archive (``export``): the bytes as they came
+    return response.json()
+
+
+DOCUMENT_SETTLED = frozenset({"done", "failed"})
+
+
+def _settled(
+    document_id: UUID | str, current: DocumentRecord | ApiError, deadline: float, timeout_s: float
+) -> DocumentRecord | None:
+    """The record once settled, None while pending; an upload's document is ``not_found`` until the
+    bytes land, which counts as pending. ``TimeoutError`` past the deadline."""
+    if isinstance(current, ApiError):
+        if current.code != "not_found":
+            raise current
+        state = "not created yet"
+    elif current.status in DOCUMENT_SETTLED:
+        return current
+    else:
+        state = current.status
+    if time.monotonic() >= deadline:
+        raise TimeoutError(f"document {document_id} is still {state} after {timeout_s} s")
+    return None
+
+
+def _workspace_files(files: Mapping[str, str | bytes] | str | Path) -> list[dict[str, str]]:
+    """A folder's markdown files (hidden ones skipped, as the CLI does), or path → text/bytes, as the
+    API's workspace files; bytes go as base64, so the server judges them (``not_utf8``) as they are."""
+    if isinstance(files, str | Path):
+        folder = Path(files)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"no such folder: {folder}")
+        files = {
+            p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*.md"))
+            if not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        }
+    return [
+        {"path": path, "content": content}
+        if isinstance(content, str)
+        else {"path": path, "content": base64.b64encode(content).decode(), "encoding": "base64"}
+        for path, content in files.items()
+    ]
 
 
 def _connection(base_url: str, api_key: str | None, timeout_s: float) -> dict[str, Any]:
@@ -247,6 +293,22 @@ class Client:
     def get_document(self, document_id: UUID | str) -> DocumentRecord:
         return self._get(DocumentRecord, "GET", f"/v1/documents/{document_id}")
 
+    def wait_for_document(
+        self, document_id: UUID | str, *, timeout_s: float = 120.0, poll_s: float = 0.5
+    ) -> DocumentRecord:
+        """The document once ingestion settled it (``done`` or ``failed``: check ``status``); raises
+        ``TimeoutError`` if it has not within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                current: DocumentRecord | ApiError = self.get_document(document_id)
+            except ApiError as error:
+                current = error
+            record = _settled(document_id, current, deadline, timeout_s)
+            if record is not None:
+                return record
+            time.sleep(poll_s)
+
     def document_memories(self, document_id: UUID | str) -> DocumentMemories:
         return self._get(DocumentMemories, "GET", f"/v1/documents/{document_id}/memories")
 
@@ -274,6 +336,42 @@ class Client:
         if response.is_error:
             raise ApiError(response.status_code, "upload_failed", "the storage service refused the upload")
         return ticket
+
+    # -- the markdown workspace --------------------------------------------------------------
+    def export(self, *, format: str = "tar") -> bytes:
+        """``GET /v1/export``: the workspace as tar.gz (or ``zip``) bytes (up to 5 MB; `contextos
+        export DIR` streams bigger ones)."""
+        return self.request("GET", "/v1/export", params={"format": format})
+
+    def import_(
+        self,
+        files: Mapping[str, str | bytes] | str | Path,
+        *,
+        unlock: Iterable[UUID | str] = (),
+        restore: bool = False,
+    ) -> ImportReport:
+        """``POST /v1/import``: a folder (its ``*.md``) or path → content; a report line per file."""
+        body = {"files": _workspace_files(files), "unlock": [str(u) for u in unlock], "restore": restore}
+        return self._get(ImportReport, "POST", "/v1/import", json=body)
+
+    def sync(
+        self,
+        files: Mapping[str, str | bytes] | str | Path,
+        *,
+        deleted: Iterable[UUID | str] = (),
+        prune: bool = False,
+        unlock: Iterable[UUID | str] = (),
+    ) -> SyncReport:
+        """``POST /v1/workspace/sync``: the report, with the files to write and remove (nothing is
+        written here: `contextos workspace sync DIR` applies it to a folder). ``deleted``: ids whose
+        files you deleted — not written back; ``prune`` forgets them."""
+        body = {
+            "files": _workspace_files(files),
+            "unlock": [str(u) for u in unlock],
+            "deleted": [str(d) for d in deleted],
+            "prune": prune,
+        }
+        return self._get(SyncReport, "POST", "/v1/workspace/sync", json=body)
 
     # -- sessions ----------------------------------------------------------------------------
     def append_message(self, session_id: str, role: str, content: str, **fields: Any) -> MessageAppended:
@@ -362,6 +460,32 @@ class AsyncClient:
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
+    async def wait_for_document(
+        self, document_id: UUID | str, *, timeout_s: float = 120.0, poll_s: float = 0.5
+    ) -> DocumentRecord:
+        """As `Client.wait_for_document`, polling with ``asyncio.sleep``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                current: DocumentRecord | ApiError = await self.get_document(document_id)
+            except ApiError as error:
+                current = error
+            record = _settled(document_id, current, deadline, timeout_s)
+            if record is not None:
+                return record
+            await asyncio.sleep(poll_s)
+
+    async def upload_file(self, path: str | Path, *, content_type: str | None = None) -> UploadTicket:
+        """As `Client.upload_file`: a presigned URL, then the bytes PUT there without blocking the loop."""
+        path = Path(path)
+        ticket = await self.upload_url(path.name, content_type=content_type)
+        data = await asyncio.to_thread(path.read_bytes)
+        async with httpx.AsyncClient(timeout=300) as storage:
+            response = await storage.put(ticket.url, content=data, headers=ticket.headers)
+        if response.is_error:
+            raise ApiError(response.status_code, "upload_failed", "the storage service refused the upload")
+        return ticket
+
     def __getattr__(self, name: str) -> Callable[..., Any]:
         """Every `Client` method, awaited: the call is described by the sync method, sent here."""
         method = getattr(Client, name, None)
@@ -411,8 +535,6 @@ class _Recorder(Client):
         raise _Captured
 
     def plan(self, name: str, *args: Any, **kwargs: Any) -> _Planned:
-        if name == "upload_file":
-            raise AttributeError("AsyncClient.upload_file: use upload_url and PUT the bytes with httpx.AsyncClient")
         try:
             getattr(Client, name)(self, *args, **kwargs)
         except _Captured:

@@ -134,3 +134,75 @@ def test_sessions_are_listed_and_iterated_page_by_page_sync_and_async(ctx, stack
 
     opened = asyncio.run(run())
     assert set(names[1:]) <= set(opened) and names[0] not in opened
+
+
+def test_upload_file_and_wait_for_document_sync_and_async(ctx, stack, tmp_path):  # noqa: F811
+    notes = tmp_path / "uploaded-notes.md"
+    notes.write_text("# Runbook\n\nThe blue-green switch flips traffic after the smoke tests pass.\n")
+    ticket = ctx.upload_file(notes, content_type="text/markdown")
+    record = ctx.wait_for_document(ticket.document_id, timeout_s=60, poll_s=0.2)
+    assert record.status == "done" and record.id == ticket.document_id
+
+    async_notes = tmp_path / "async-notes.md"
+    async_notes.write_text("# Async runbook\n\nThe canary stage holds five percent of traffic for an hour.\n")
+
+    async def run() -> None:
+        async with AsyncClient(stack.api_url, api_key=KEY) as actx:
+            uploaded = await actx.upload_file(async_notes, content_type="text/markdown")
+            settled = await actx.wait_for_document(uploaded.document_id, timeout_s=60, poll_s=0.2)
+            assert settled.status == "done" and settled.id == uploaded.document_id
+            with pytest.raises(TimeoutError):  # a pending one (a ticket nothing was PUT to) never settles
+                pending = await actx.upload_url("never-sent.md")
+                await actx.wait_for_document(pending.document_id, timeout_s=0.3, poll_s=0.1)
+
+    asyncio.run(run())
+
+
+def test_export_import_and_sync_through_the_sdk_sync_and_async(ctx, stack, tmp_path):  # noqa: F811
+    import io
+    import tarfile
+
+    admitted = ctx.add_memory("SDK workspace export rule", "The SDK exports the workspace as a tar.gz.", type="rule")
+    archive = ctx.export()
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        names = tar.getnames()
+        mine = next(n for n in names if str(admitted.memory_id)[:8] in n)
+        text = tar.extractfile(mine).read().decode()
+    with zipfile_of(ctx.export(format="zip")) as zipped:
+        assert mine in zipped.namelist()
+
+    edited = text.replace("as a tar.gz", "as a tar.gz, edited through the SDK")
+    synced = ctx.sync({mine: edited})
+    line = next(f for f in synced.files if f.path == mine)
+    assert line.status == "updated" and line.memory_id == admitted.memory_id
+    assert any(f.path == mine and "version: 2" in f.content for f in synced.write)
+    assert "edited through the SDK" in ctx.get_memory(admitted.memory_id).definition
+
+    folder = tmp_path / "hand"
+    (folder / "07-tasks").mkdir(parents=True)
+    (folder / "07-tasks" / "sdk-task.md").write_text("---\nl0: SDK imported task\n---\nImported from a folder.\n")
+    (folder / "07-tasks" / "latin1.md").write_bytes("---\nl0: SDK caf\xe9\n---\nLatin-1.\n".encode("latin-1"))
+    report = ctx.import_(folder)
+    assert {f.path: (f.status, f.code) for f in report.files} == {
+        "07-tasks/sdk-task.md": ("created", None),
+        "07-tasks/latin1.md": ("failed", "not_utf8"),
+    }
+    with pytest.raises(FileNotFoundError):
+        ctx.import_(tmp_path / "no-such-folder")
+
+    async def run() -> None:
+        async with AsyncClient(stack.api_url, api_key=KEY) as actx:
+            assert (await actx.export())[:2] == b"\x1f\x8b"  # gzip
+            again = await actx.sync({mine: edited}, deleted=[])
+            assert next(f for f in again.files if f.path == mine).status in ("unchanged", "conflict")
+            imported = await actx.import_({"07-tasks/async-task.md": "---\nl0: SDK async task\n---\nAsync.\n"})
+            assert imported.files[0].status == "created"
+
+    asyncio.run(run())
+
+
+def zipfile_of(data: bytes):
+    import io
+    import zipfile
+
+    return zipfile.ZipFile(io.BytesIO(data))

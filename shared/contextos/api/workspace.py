@@ -33,6 +33,12 @@ class SyncRequest(BaseModel):
 
     files: list[WorkspaceFile] = Field(max_length=20_000)
     unlock: list[UUID] = Field(default_factory=list, description="protected memories this sync may change")
+    deleted: list[UUID] = Field(
+        default_factory=list,
+        max_length=20_000,
+        description="memories whose files the client deleted since its last sync: never written back",
+    )
+    prune: bool = Field(default=False, description="forget the deleted files' memories (needs the forget verb)")
 
 
 class RouterRequest(BaseModel):
@@ -74,7 +80,7 @@ def import_workspace(body: ImportRequest) -> ImportReport:
         authorize(principal, Verb.unlock)
     return container.workspace().import_files(
         principal.tenant_id,
-        [(f.path, f.content.encode("utf-8")) for f in body.files],
+        [(f.path, f.data()) for f in body.files],
         actor=principal.subject,
         ceiling=principal.provenance_ceiling,
         unlock=body.unlock,
@@ -88,12 +94,28 @@ def sync_workspace(body: SyncRequest) -> SyncReport:
     authorize(principal, Verb.export)  # a sync writes the tenant's memories back out
     if body.unlock:
         authorize(principal, Verb.unlock)
+    forget = None
+    if body.prune and body.deleted:
+        authorize(principal, Verb.forget)
+        memories = container.memories()
+
+        def forget(memory_id: UUID) -> object:
+            return memories.forget(
+                principal.tenant_id,
+                memory_id,
+                actor=principal.subject,
+                reason="its file was deleted from the workspace",
+                only_own=principal.forgets_only_own(),
+            )
+
     return container.workspace().sync(
         principal.tenant_id,
-        [(f.path, f.content.encode("utf-8")) for f in body.files],
+        [(f.path, f.data()) for f in body.files],
         actor=principal.subject,
         ceiling=principal.provenance_ceiling,
         unlock=body.unlock,
+        deleted=body.deleted,
+        forget=forget,
     )
 
 

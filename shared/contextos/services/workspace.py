@@ -23,6 +23,7 @@ from uuid import UUID
 from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.embedding import Embedder
+from contextos.errors import ContextOSError
 from contextos.models import DocumentAccepted, DocumentCreate, DocumentRecord, MemoryCandidate, Provenance
 from contextos.normalization import acronyms, initials, norm_key
 from contextos.observability import logger, metrics
@@ -40,6 +41,7 @@ from contextos.trust import cap_provenance
 from contextos.workspace.format import Limits, WorkspaceFileError, content_hash, name_files, parse_file, render_file
 from contextos.workspace.model import (
     Access,
+    DeletedFile,
     FileReport,
     ImportReport,
     Scope,
@@ -160,6 +162,7 @@ class _Plan:
     provenance: Provenance = Provenance.user_upload
     key: str = ""
     hold_reason: str | None = None  # the firewall's ``hold`` policy: to review, masked
+    file_id: UUID | None = None  # the id the file carries, whether or not it could be applied
 
 
 def _id_of(plan: _Plan) -> UUID:
@@ -203,10 +206,10 @@ class WorkspaceService:
         return self.embedders()
 
     # -- export ------------------------------------------------------------------------------
-    def memories(self, tenant_id: str) -> Iterator[WorkspaceMemory]:
+    def memories(self, tenant_id: str, *, live_only: bool = False) -> Iterator[WorkspaceMemory]:
         """Every memory of the tenant in id order, one keyset page in memory at a time."""
         after: UUID | None = None
-        while rows := self.workspace.export_page(tenant_id, after=after, limit=self.page_size):
+        while rows := self.workspace.export_page(tenant_id, after=after, limit=self.page_size, live_only=live_only):
             for row in rows:
                 yield memory_of_row(row)
             after = rows[-1]["id"]
@@ -280,17 +283,33 @@ class WorkspaceService:
         An id this tenant does not hold is unknown, whoever else may hold it: the memory is created
         under it (ids are per tenant), so no answer tells whether another tenant has that id.
         ``restore`` copies a whole workspace, ids and all."""
-        reports: list[FileReport] = []
+        plans = self._import_plans(
+            tenant_id, files, actor=actor, ceiling=ceiling, unlock=set(unlock), document_id=document_id
+        )
+        reports = [p.report for p in plans]
+        return ImportReport(files=reports, counts=_counts(reports))
+
+    def _import_plans(
+        self,
+        tenant_id: str,
+        files: Sequence[tuple[str, bytes]],
+        *,
+        actor: str,
+        ceiling: Provenance,
+        unlock: set[UUID],
+        document_id: UUID | None = None,
+    ) -> list[_Plan]:
+        plans: list[_Plan] = []
         for start in range(0, len(files), self.page_size):
-            reports += self._import_batch(
+            plans += self._import_batch(
                 tenant_id,
                 files[start : start + self.page_size],
                 actor=actor,
                 ceiling=ceiling,
-                unlock=set(unlock),
+                unlock=unlock,
                 document_id=document_id,
             )
-        return ImportReport(files=reports, counts=_counts(reports))
+        return plans
 
     def _import_batch(
         self,
@@ -301,7 +320,7 @@ class WorkspaceService:
         ceiling: Provenance,
         unlock: set[UUID],
         document_id: UUID | None,
-    ) -> list[FileReport]:
+    ) -> list[_Plan]:
         cfg = self.settings
         modifiers = cfg.extraction.generic_modifiers
         plans: list[_Plan] = []
@@ -318,6 +337,7 @@ class WorkspaceService:
             if memory is None:
                 documents.append((plan, data))
                 continue
+            plan.file_id = memory.id
             screened = self._screen(tenant_id, plan, memory, actor)
             if screened is None:
                 continue
@@ -340,7 +360,7 @@ class WorkspaceService:
             self._admit(tenant_id, parsed, actor=actor, unlock=unlock, document_id=document_id)
             self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
         metrics.add_metric(name="WorkspaceFilesImported", unit="Count", value=len(files))
-        return [p.report for p in plans]
+        return plans
 
     def _as_document(self, tenant_id: str, plan: _Plan, data: bytes, ceiling: Provenance) -> None:
         """A file without workspace frontmatter is a document: S4 distils it."""
@@ -639,11 +659,20 @@ class WorkspaceService:
         actor: str,
         ceiling: Provenance,
         unlock: Iterable[UUID] = (),
+        deleted: Iterable[UUID] = (),
+        forget: Callable[[UUID], object] | None = None,
     ) -> SyncReport:
         """Files → store (edits and new files by id, conflicts reported), then store → files: every
-        memory whose file is missing or stale is (re)written, and a renamed file's old path removed."""
-        report = self.import_files(tenant_id, files, actor=actor, ceiling=ceiling, unlock=unlock)
-        by_path = {r.path: r for r in report.files}
+        memory whose file is missing or stale is (re)written, and a renamed file's old path removed.
+
+        Nothing the user wrote is lost: a file that could not be applied (broken, refused, in
+        conflict) gets no write at its path nor for the memory it names, and a memory whose file the
+        user deleted (``deleted``: ids the client last saw on disk) is not written back — it is
+        forgotten only when ``forget`` is given (``--prune``: the memory service's audited, restorable
+        forget under the caller's rights), and reported either way."""
+        plans = self._import_plans(tenant_id, files, actor=actor, ceiling=ceiling, unlock=set(unlock))
+        reports = [p.report for p in plans]
+        by_path = {r.path: r for r in reports}
         present: dict[UUID, str] = {}
         hashes: dict[str, str | None] = {}
         for path, data in files:
@@ -651,12 +680,15 @@ class WorkspaceService:
             if r.memory_id is not None and r.status in ("created", "updated", "unchanged", "conflict", "refused"):
                 present[r.memory_id] = path
                 hashes[path] = _digest(data)
-        keep = {p for m, p in present.items() if by_path[p].status in ("conflict", "refused")}
+        unapplied = [p for p in plans if p.report.status in ("failed", "conflict", "refused")]
+        kept_paths = {p.report.path for p in unapplied}
+        kept_ids = {i for p in unapplied for i in (p.file_id, p.report.memory_id) if i is not None}
+        gone = {i for i in deleted if i not in present and i not in kept_ids}
         write: list[WorkspaceFile] = []
         remove: list[str] = []
-        for path, memory in name_files(self.memories(tenant_id)):
+        for path, memory in name_files(self.memories(tenant_id, live_only=True)):
             old = present.get(memory.id)  # type: ignore[arg-type]
-            if old in keep:
+            if memory.id in kept_ids or memory.id in gone or old in kept_paths or path in kept_paths:
                 continue
             text = render_file(memory)
             if old == path and hashes.get(old) == _digest(text.encode("utf-8")):
@@ -664,8 +696,35 @@ class WorkspaceService:
             write.append(WorkspaceFile(path=path, content=text))
             if old is not None and old != path:
                 remove.append(old)
-        logger.info("workspace sync", extra={"files": len(files), "written": len(write), "removed": len(remove)})
-        return SyncReport(files=report.files, counts=_counts(report.files), write=write, remove=sorted(set(remove)))
+        deletions = self._deletions(tenant_id, sorted(gone), forget)
+        logger.info(
+            "workspace sync",
+            extra={"files": len(files), "written": len(write), "removed": len(remove), "deleted": len(deletions)},
+        )
+        return SyncReport(
+            files=reports, counts=_counts(reports), write=write, remove=sorted(set(remove)), deleted=deletions
+        )
+
+    def _deletions(self, tenant_id: str, ids: list[UUID], forget: Callable[[UUID], object] | None) -> list[DeletedFile]:
+        """The memories whose files were deleted: kept (and reported) unless ``forget`` is given, which
+        forgets each (a protected one is refused and kept)."""
+        if not ids:
+            return []
+        held = self.workspace.live_ids(tenant_id, ids)
+        out: list[DeletedFile] = []
+        for memory_id in ids:  # only the files the user deleted, never a pass over the tenant
+            if memory_id not in held:
+                out.append(DeletedFile(memory_id=memory_id, status="unknown", reason="no such memory (already gone)"))
+            elif forget is None:
+                why = "its file was deleted: it is not written back; prune to forget it"
+                out.append(DeletedFile(memory_id=memory_id, status="kept", reason=why))
+            else:
+                try:
+                    forget(memory_id)
+                    out.append(DeletedFile(memory_id=memory_id, status="forgotten"))
+                except ContextOSError as exc:
+                    out.append(DeletedFile(memory_id=memory_id, status="kept", code=exc.code, reason=str(exc)))
+        return out
 
     # -- the upload bucket -------------------------------------------------------------------
     def ingest_upload(

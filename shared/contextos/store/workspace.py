@@ -125,17 +125,30 @@ class WorkspaceStore:
         return self.db.tenant_tx(tenant_id)
 
     # -- export ------------------------------------------------------------------------------
-    def export_page(self, tenant_id: str, *, after: UUID | None, limit: int) -> list[dict]:
-        """Up to ``limit`` memories after ``after`` in id order (the primary key's order)."""
+    def export_page(self, tenant_id: str, *, after: UUID | None, limit: int, live_only: bool = False) -> list[dict]:
+        """Up to ``limit`` memories after ``after`` in id order (the primary key's order); ``live_only``
+        leaves out forgotten ones (an export is a full copy; a sync writes back only what is live)."""
         return self.db.tenant_read(
             tenant_id,
             (
                 f"""SELECT {_EXPORT_COLUMNS} FROM memories m
                     WHERE m.tenant_id = %(tenant)s AND (%(after)s::uuid IS NULL OR m.id > %(after)s::uuid)
+                      AND (NOT %(live)s OR m.forgotten_at IS NULL)
                     ORDER BY m.id LIMIT %(limit)s""",
-                {"tenant": tenant_id, "after": after, "limit": limit},
+                {"tenant": tenant_id, "after": after, "limit": limit, "live": live_only},
             ),
         )
+
+    def live_ids(self, tenant_id: str, ids: Sequence[UUID]) -> set[UUID]:
+        """Which of these ids are memories of this tenant that are not forgotten."""
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                "SELECT id FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND forgotten_at IS NULL",
+                [tenant_id, list(ids)],
+            ),
+        )
+        return {r["id"] for r in rows}
 
     def rows_by_id(self, conn: Conn, tenant_id: str, ids: Sequence[UUID], *, lock: bool = False) -> dict[UUID, dict]:
         """The export rows of these ids in this tenant (``lock``: held for update until commit)."""

@@ -1,10 +1,12 @@
 """The typed shape of one workspace file: what the frontmatter and body hold."""
 
+import base64
+import binascii
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 from uuid import UUID
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from contextos.modelbase import BaseModel
 from contextos.models import MemoryType, Provenance
@@ -149,6 +151,26 @@ class WorkspaceFile(BaseModel):
 
     path: str = Field(min_length=1, max_length=1024)
     content: str
+    encoding: Literal["utf-8", "base64"] = Field(
+        default="utf-8",
+        description="base64: ``content`` is the file's bytes in base64 (a file that is not UTF-8 text is then "
+        "refused by the server with not_utf8 on its own report line, instead of arriving altered)",
+    )
+
+    @model_validator(mode="after")
+    def _base64_decodes(self) -> Self:
+        if self.encoding == "base64":
+            try:
+                base64.b64decode(self.content, validate=True)
+            except binascii.Error as exc:
+                raise ValueError("content is not base64") from exc
+        return self
+
+    def data(self) -> bytes:
+        """The file's bytes."""
+        if self.encoding == "utf-8":
+            return self.content.encode("utf-8")
+        return base64.b64decode(self.content, validate=True)
 
 
 class ImportRequest(BaseModel):
@@ -167,8 +189,20 @@ class ImportReport(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
 
 
+class DeletedFile(BaseModel):
+    """A memory whose file the client deleted since its last sync: kept (not written back) or forgotten."""
+
+    memory_id: UUID
+    status: Literal["kept", "forgotten", "unknown"]
+    code: str | None = None
+    reason: str | None = None
+
+
 class SyncReport(BaseModel):
     files: list[FileReport]
     counts: dict[str, int] = Field(default_factory=dict)
     write: list[WorkspaceFile] = Field(default_factory=list, description="files to (re)write in the workspace")
     remove: list[str] = Field(default_factory=list, description="paths to remove (renamed files)")
+    deleted: list[DeletedFile] = Field(
+        default_factory=list, description="memories whose files were deleted: not written back; forgotten with prune"
+    )

@@ -1,5 +1,7 @@
 """ContextOS as an MCP server (mcp SDK 2.x ``MCPServer``): tools written for a model to use well,
-memories as resources, errors as MCP errors whose ``data.code`` is the API's stable code.
+memories as resources. Every tool failure has one shape: a tool error (``isError``) whose content
+is ``{"error": {"code", "message", "status"[, "details"]}}`` with the HTTP API's stable code —
+domain errors, arguments that do not match the schema and text the API refuses (a NUL) alike.
 
 ``build_server(backend)`` is transport-free; ``http_app(backend, keys)`` is the streamable HTTP
 ASGI app (mount it at ``/mcp``), which takes the caller from an API key on every request.
@@ -8,14 +10,16 @@ ASGI app (mount it at ``/mcp``), which takes the caller from an API key on every
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
-from pydantic import BaseModel, Field
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent
+from pydantic import BaseModel, Field, ValidationError
 
 from contextos.mcp.backend import Backend, BackendError, Caller, current_caller
 
@@ -37,8 +41,78 @@ def _scope(user_id: str | None, agent_id: str | None, run_id: str | None, tags: 
 
 def _mcp_error(exc: BackendError) -> MCPError:
     code = INVALID_PARAMS if 400 <= exc.status < 500 else INTERNAL_ERROR
-    data = {"code": exc.code, "status": exc.status} | ({"details": exc.details} if exc.details else {})
+    data = {"code": exc.code, "message": exc.message, "status": exc.status}
+    data |= {"details": exc.details} if exc.details else {}
     return MCPError(code=code, message=f"{exc.code}: {exc.message}", data=data)
+
+
+def _nul_free(arguments: Any) -> None:
+    """Refuse a NUL or a lone surrogate anywhere in the arguments (keys too), as the HTTP API's edge
+    does (`invalid_character`): PostgreSQL cannot store them."""
+    from contextos.errors import InvalidCharacter
+
+    stack: list[tuple[list, Any]] = [(["arguments"], arguments)]
+    while stack:
+        loc, value = stack.pop()
+        texts = [value] if isinstance(value, str) else list(value) if isinstance(value, dict) else []
+        for text in texts:
+            if isinstance(text, str) and (bad := _BAD_CHAR.search(text)):
+                what = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
+                raise BackendError(
+                    InvalidCharacter.status,
+                    InvalidCharacter.code,
+                    f"{'.'.join(str(p) for p in loc)} contains {what}, which cannot be stored",
+                    {"loc": loc, "position": bad.start()},
+                )
+        if isinstance(value, dict):
+            stack.extend(([*loc, key], child) for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend(([*loc, i], child) for i, child in enumerate(value))
+
+
+_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+
+
+def _tool_error(exc: BackendError) -> CallToolResult:
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message, "status": exc.status}
+    if exc.details:
+        error["details"] = exc.details
+    payload = {"error": error}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload))], structured_content=payload, is_error=True
+    )
+
+
+def _schema_error(exc: ValidationError) -> BackendError:
+    """Pydantic's complaint about the arguments, as the API's 422 (field and reason, never its prose)."""
+    details = [{"loc": ["arguments", *e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    fields = ", ".join(sorted({".".join(str(p) for p in d["loc"][1:]) or "arguments" for d in details}))
+    return BackendError(422, "validation_error", f"the arguments do not match the tool's schema: {fields}", details)
+
+
+class _ContextOSServer(MCPServer):
+    """``MCPServer`` whose every tool failure comes back in the one error shape."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            _nul_free(arguments)
+            return await super().call_tool(name, arguments, context)
+        except BackendError as exc:
+            return _tool_error(exc)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, BackendError):
+                return _tool_error(cause)
+            if isinstance(cause, ValidationError):
+                return _tool_error(_schema_error(cause))
+            if self._tool_manager.get_tool(name) is None:
+                return _tool_error(BackendError(404, "unknown_tool", f"no tool named {name!r}"))
+            from contextos.observability import logger
+
+            logger.exception("mcp_tool_crashed", extra={"tool": name})
+            return _tool_error(BackendError(500, "internal_error", "the tool failed; the server logged why"))
 
 
 async def _run(fn: Callable[[], BaseModel]) -> dict[str, Any]:
@@ -52,15 +126,20 @@ async def _run(fn: Callable[[], BaseModel]) -> dict[str, Any]:
         finally:
             current_caller.reset(token)
 
+    return (await anyio.to_thread.run_sync(call)).model_dump(mode="json")
+
+
+async def _read(fn: Callable[[], BaseModel]) -> dict[str, Any]:
+    """A resource read: a failure is a JSON-RPC error (resources have no error result) with the same
+    ``{code, message, status}`` in its data."""
     try:
-        result = await anyio.to_thread.run_sync(call)
+        return await _run(fn)
     except BackendError as exc:
         raise _mcp_error(exc) from exc
-    return result.model_dump(mode="json")
 
 
 def build_server(backend: Backend) -> MCPServer:
-    server = MCPServer("contextos", instructions=INSTRUCTIONS, version="0.1.0")
+    server = _ContextOSServer("contextos", instructions=INSTRUCTIONS, version="0.1.0")
 
     @server.tool()
     async def get_context(
@@ -169,7 +248,7 @@ def build_server(backend: Backend) -> MCPServer:
         wanted = name.strip().lower()
         found = [m for m in page["memories"] if m["label"].strip().lower() == wanted] or page["memories"]
         if not found:
-            raise _mcp_error(BackendError(404, "not_found", f"no skill named {name!r}"))
+            raise BackendError(404, "not_found", f"no skill named {name!r}")
         return await _run(lambda: backend.get_memory(found[0]["id"]))
 
     @server.tool()
@@ -206,12 +285,12 @@ def build_server(backend: Backend) -> MCPServer:
     @server.resource("contextos://memories/{memory_id}", mime_type="application/json")
     async def memory_resource(memory_id: str) -> str:
         """One memory, as JSON."""
-        return json.dumps(await _run(lambda: backend.get_memory(memory_id)))
+        return json.dumps(await _read(lambda: backend.get_memory(memory_id)))
 
     @server.resource("contextos://memories", mime_type="application/json")
     async def recent_memories() -> str:
         """The 50 newest memories, as JSON."""
-        return json.dumps(await _run(lambda: backend.list_memories(limit=50)))
+        return json.dumps(await _read(lambda: backend.list_memories(limit=50)))
 
     return server
 

@@ -26,6 +26,10 @@ BAD_CALLS = {
     "get_skill": ({"name": ["release"]}, {"name": "release\x00"}),
     "list_memories": ({"type": "gossip"}, {"tags": ["ok", "bad\x00"]}),
     "get_memory": ({}, {"memory_id": MEMORY_ID + "\x00"}),
+    "edit_memory": ({"memory_id": MEMORY_ID, "importance": 11}, {"memory_id": MEMORY_ID, "label": "Deploy\x00"}),
+    "restore_memory": ({"memory_id": 7}, {"memory_id": MEMORY_ID + "\x00"}),
+    "memory_history": ({"memory_id": MEMORY_ID, "as_of": 3.5}, {"memory_id": MEMORY_ID, "as_of": "2026\x00"}),
+    "forget_document": ({"document": MEMORY_ID}, {"document_id": "\x00"}),
 }
 
 

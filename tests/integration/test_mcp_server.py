@@ -32,6 +32,10 @@ TOOLS = {
     "get_skill",
     "list_memories",
     "get_memory",
+    "edit_memory",
+    "restore_memory",
+    "memory_history",
+    "forget_document",
 }
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contextos.workspace.router import MCP_FILE, mcp_snippet
+
 IMPORT_CHUNK = 200  # files per request: well under the API's body limit for ordinary memories
 # What the folder held after the last export or sync (path → memory id): a memory whose file is gone
 # from it since was deleted by the user, not created elsewhere, so sync does not write it back.
@@ -88,6 +90,15 @@ def _deleted_since_last_sync(directory: Path) -> dict[str, str]:
     return {i: p for p, i in last.items() if not (directory / p).exists() and i not in present}
 
 
+def contextos_command() -> str:
+    """The absolute path of the ``contextos`` executable: the one on PATH, else the one installed
+    beside this interpreter (a venv's ``bin``)."""
+    import shutil
+
+    found = shutil.which("contextos") or shutil.which("contextos", path=str(Path(sys.executable).parent))
+    return str(Path(found).absolute()) if found else str(Path(sys.executable).parent / "contextos")
+
+
 def _safe_target(directory: Path, relative: str) -> Path:
     target = (directory / relative).resolve()
     if not target.is_relative_to(directory.resolve()):
@@ -110,7 +121,12 @@ def cmd_export(args: argparse.Namespace, target_of: Callable[[argparse.Namespace
             for f in body["files"]:
                 out = _safe_target(directory, f["path"])
                 out.parent.mkdir(parents=True, exist_ok=True)
-                out.write_text(f["content"], encoding="utf-8")
+                content = f["content"]
+                if f["path"] == MCP_FILE[args.router]:  # this machine's command, URL and key
+                    content = mcp_snippet(
+                        args.router, command=contextos_command(), api_url=target.client.url, api_key=target.client.key
+                    )
+                out.write_text(content, encoding="utf-8")
                 print(out)
             return 0
         client = target.client

@@ -43,7 +43,10 @@ def test_export_edit_sync_import_and_a_router_file_through_the_cli(stack, tmp_pa
     assert main(["export", str(tmp_path / "router"), "--router", "claude", "--budget", "1500", *flags]) == 0
     claude = (tmp_path / "router" / "CLAUDE.md").read_text()
     assert "## Rules" in claude and "E2E workspace rule" in claude
-    assert json.loads((tmp_path / "router" / ".mcp.json").read_text())["mcpServers"]["contextos"]["args"] == ["mcp"]
+    server = json.loads((tmp_path / "router" / ".mcp.json").read_text())["mcpServers"]["contextos"]
+    assert server["args"] == ["mcp"] and Path(server["command"]).is_absolute()
+    assert Path(server["command"]).name == "contextos" and Path(server["command"]).exists()
+    assert set(server["env"]) == {"CONTEXTOS_API_URL", "CONTEXTOS_API_KEY"} and server["env"]["CONTEXTOS_API_KEY"]
 
 
 def _remember(stack, label: str, definition: str) -> str:  # noqa: F811

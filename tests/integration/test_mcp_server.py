@@ -32,6 +32,10 @@ TOOLS = {
     "get_skill",
     "list_memories",
     "get_memory",
+    "edit_memory",
+    "restore_memory",
+    "memory_history",
+    "forget_document",
 }
 
 
@@ -41,6 +45,18 @@ def data(result) -> dict:
         payload = result.structured_content
         return payload.get("result", payload) if set(payload) == {"result"} else payload
     return json.loads(result.content[0].text)
+
+
+def tool_error(result) -> dict:
+    """The one error shape every tool failure has: an error result carrying {code, message, status}."""
+    assert result.is_error, result.content
+    text = result.content[0].text
+    assert "Traceback" not in text and "Error executing tool" not in text and "pydantic" not in text.lower()
+    payload = json.loads(text)
+    assert result.structured_content == payload and set(payload) == {"error"}
+    error = payload["error"]
+    assert {"code", "message", "status"} <= set(error) and error["code"] and error["message"]
+    return error
 
 
 async def exercise_every_tool(client: Client) -> None:
@@ -101,15 +117,13 @@ async def exercise_every_tool(client: Client) -> None:
     again = data(await client.call_tool("search_memories", {"query": "deploy Tuesday"}))
     assert memory_id not in {m["id"] for m in again["memories"]}
 
-    with pytest.raises(MCPError) as error:
-        await client.call_tool("get_memory", {"memory_id": memory_id})
-    assert error.value.data["code"] == "not_found" and error.value.data["status"] == 404
-    with pytest.raises(MCPError) as error:
-        await client.call_tool("get_skill", {"name": "nothing like this"})
-    assert error.value.data["code"] == "not_found"
-    with pytest.raises(MCPError) as error:
-        await client.call_tool("get_memory", {"memory_id": "not-an-id"})
-    assert error.value.data["code"] == "validation_error"
+    assert tool_error(await client.call_tool("get_memory", {"memory_id": memory_id}))["status"] == 404
+    assert tool_error(await client.call_tool("get_memory", {"memory_id": memory_id}))["code"] == "not_found"
+    assert tool_error(await client.call_tool("get_skill", {"name": "nothing like this"}))["code"] == "not_found"
+    assert tool_error(await client.call_tool("get_memory", {"memory_id": "not-an-id"}))["code"] == "validation_error"
+    with pytest.raises(MCPError) as error:  # a resource has no error result: the same data on a JSON-RPC error
+        await client.read_resource(f"contextos://memories/{memory_id}")
+    assert error.value.data["code"] == "not_found" and error.value.data["message"]
 
 
 def test_every_tool_in_process(configured, tenant):

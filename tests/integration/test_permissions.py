@@ -215,7 +215,6 @@ def test_mcp_cell(world, principal, verb):
     from contextos.mcp.run import local_backend
     from contextos.mcp.server import build_server, key_identifier
     from mcp.client.client import Client
-    from mcp.shared.exceptions import MCPError
 
     caller = key_identifier(container.keys())(world.keys[principal])
     assert caller is not None
@@ -224,11 +223,8 @@ def test_mcp_cell(world, principal, verb):
 
     async def run() -> tuple[bool, dict]:
         async with Client(server, raise_exceptions=False) as client:
-            try:
-                result = await client.call_tool(tool, arguments)
-            except MCPError as exc:
-                return False, dict(exc.data or {})
-            return not result.is_error, {}
+            result = await client.call_tool(tool, arguments)
+            return not result.is_error, (result.structured_content or {}).get("error", {})
 
     ok, error = asyncio.run(run())
     if expected(principal, verb):

@@ -4,6 +4,7 @@ by sync (history and audit kept, one file changed), the upload bucket, and hosti
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import time
 import uuid
@@ -345,7 +346,7 @@ def test_router_files_put_rules_first_and_an_index_last_within_the_budget(config
     text = files["CLAUDE.md"]
     assert text.index("## Rules") < text.index("## Key memories") < text.index("## Index") < text.index("## MCP")
     assert "Never log secrets" in text.split("## Key memories")[0]
-    assert '"command": "contextos"' in files[".mcp.json"]
+    assert json.loads(files[".mcp.json"])["mcpServers"]["contextos"]["env"]["CONTEXTOS_API_URL"]
     from contextos.normalization import estimate_tokens
 
     assert estimate_tokens(text) <= 400

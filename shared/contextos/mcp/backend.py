@@ -57,6 +57,10 @@ class Backend(Protocol):
     def end_session(self, session_id: str) -> BaseModel: ...
     def list_memories(self, **filters: Any) -> BaseModel: ...
     def get_memory(self, memory_id: str) -> BaseModel: ...
+    def edit_memory(self, memory_id: str, **changes: Any) -> BaseModel: ...
+    def restore_memory(self, memory_id: str) -> BaseModel: ...
+    def memory_history(self, memory_id: str) -> BaseModel: ...
+    def forget_document(self, document_id: str) -> BaseModel: ...
 
 
 class LocalBackend:
@@ -157,6 +161,40 @@ class LocalBackend:
 
         return self._call(Verb.read, lambda c: container.memories().get(c.tenant_id, _uuid(memory_id)))
 
+    def edit_memory(self, memory_id: str, **changes: Any) -> BaseModel:
+        """``PATCH /v1/memories/{id}``: the route's verbs (edit, and unlock for a protected memory)."""
+        from contextos import container
+        from contextos.access import authorize
+        from contextos.management_models import MemoryPatch
+
+        def run(c: Caller) -> BaseModel:
+            patch = MemoryPatch.model_validate(changes)
+            if patch.unlock:
+                authorize(c.principal(), Verb.unlock)
+            return container.memories().edit(c.tenant_id, _uuid(memory_id), patch, actor=c.subject)
+
+        return self._call(Verb.edit, run)
+
+    def restore_memory(self, memory_id: str) -> BaseModel:
+        from contextos import container
+
+        return self._call(
+            Verb.edit, lambda c: container.memories().restore(c.tenant_id, _uuid(memory_id), actor=c.subject)
+        )
+
+    def memory_history(self, memory_id: str) -> BaseModel:
+        from contextos import container
+
+        return self._call(Verb.read, lambda c: container.governance().history(c.tenant_id, _uuid(memory_id)))
+
+    def forget_document(self, document_id: str) -> BaseModel:
+        from contextos import container
+
+        return self._call(
+            Verb.forget_document,
+            lambda c: container.memories().forget_document(c.tenant_id, _uuid(document_id), actor=c.subject),
+        )
+
 
 def _confined(caller: Caller, request: Any) -> Any:
     """A read request narrowed to the caller's key scope."""
@@ -213,6 +251,18 @@ class ApiBackend:
 
     def get_memory(self, memory_id: str) -> BaseModel:
         return self._call("get_memory", memory_id)
+
+    def edit_memory(self, memory_id: str, **changes: Any) -> BaseModel:
+        return self._call("edit_memory", memory_id, **changes)
+
+    def restore_memory(self, memory_id: str) -> BaseModel:
+        return self._call("restore_memory", memory_id)
+
+    def memory_history(self, memory_id: str) -> BaseModel:
+        return self._call("memory_history", memory_id)
+
+    def forget_document(self, document_id: str) -> BaseModel:
+        return self._call("forget_document", document_id)
 
 
 def _uuid(value: str) -> UUID:

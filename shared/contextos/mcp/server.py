@@ -1,5 +1,7 @@
 """ContextOS as an MCP server (mcp SDK 2.x ``MCPServer``): tools written for a model to use well,
-memories as resources, errors as MCP errors whose ``data.code`` is the API's stable code.
+memories as resources. Every tool failure has one shape: a tool error (``isError``) whose content
+is ``{"error": {"code", "message", "status"[, "details"]}}`` with the HTTP API's stable code —
+domain errors, arguments that do not match the schema and text the API refuses (a NUL) alike.
 
 ``build_server(backend)`` is transport-free; ``http_app(backend, keys)`` is the streamable HTTP
 ASGI app (mount it at ``/mcp``), which takes the caller from an API key on every request.
@@ -8,14 +10,17 @@ ASGI app (mount it at ``/mcp``), which takes the caller from an API key on every
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
-from pydantic import BaseModel, Field
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent
+from pydantic import BaseModel, Field, ValidationError
 
 from contextos.mcp.backend import Backend, BackendError, Caller, current_caller
 
@@ -24,6 +29,9 @@ you were told before (preferences, decisions, facts about people, projects or sy
 get_context with the user's question and use what it returns. When you learn something worth \
 keeping, call save_memory with a short label and a one-sentence definition. Pass user_id (and \
 agent_id/run_id when you have them) so each person's memories stay theirs."""
+
+AS_OF = "An ISO-8601 instant: answer from what was known then (history; nothing is reinforced)."
+Clearable = Literal["tags", "metadata", "user_id", "agent_id", "run_id"]
 
 MemoryKind = Literal[
     "fact", "decision", "preference", "problem", "entity", "event", "code", "rule", "skill", "task", "context"
@@ -37,8 +45,78 @@ def _scope(user_id: str | None, agent_id: str | None, run_id: str | None, tags: 
 
 def _mcp_error(exc: BackendError) -> MCPError:
     code = INVALID_PARAMS if 400 <= exc.status < 500 else INTERNAL_ERROR
-    data = {"code": exc.code, "status": exc.status} | ({"details": exc.details} if exc.details else {})
+    data = {"code": exc.code, "message": exc.message, "status": exc.status}
+    data |= {"details": exc.details} if exc.details else {}
     return MCPError(code=code, message=f"{exc.code}: {exc.message}", data=data)
+
+
+def _nul_free(arguments: Any) -> None:
+    """Refuse a NUL or a lone surrogate anywhere in the arguments (keys too), as the HTTP API's edge
+    does (`invalid_character`): PostgreSQL cannot store them."""
+    from contextos.errors import InvalidCharacter
+
+    stack: list[tuple[list, Any]] = [(["arguments"], arguments)]
+    while stack:
+        loc, value = stack.pop()
+        texts = [value] if isinstance(value, str) else list(value) if isinstance(value, dict) else []
+        for text in texts:
+            if isinstance(text, str) and (bad := _BAD_CHAR.search(text)):
+                what = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
+                raise BackendError(
+                    InvalidCharacter.status,
+                    InvalidCharacter.code,
+                    f"{'.'.join(str(p) for p in loc)} contains {what}, which cannot be stored",
+                    {"loc": loc, "position": bad.start()},
+                )
+        if isinstance(value, dict):
+            stack.extend(([*loc, key], child) for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend(([*loc, i], child) for i, child in enumerate(value))
+
+
+_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+
+
+def _tool_error(exc: BackendError) -> CallToolResult:
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message, "status": exc.status}
+    if exc.details:
+        error["details"] = exc.details
+    payload = {"error": error}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload))], structured_content=payload, is_error=True
+    )
+
+
+def _schema_error(exc: ValidationError) -> BackendError:
+    """Pydantic's complaint about the arguments, as the API's 422 (field and reason, never its prose)."""
+    details = [{"loc": ["arguments", *e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    fields = ", ".join(sorted({".".join(str(p) for p in d["loc"][1:]) or "arguments" for d in details}))
+    return BackendError(422, "validation_error", f"the arguments do not match the tool's schema: {fields}", details)
+
+
+class _ContextOSServer(MCPServer):
+    """``MCPServer`` whose every tool failure comes back in the one error shape."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            _nul_free(arguments)
+            return await super().call_tool(name, arguments, context)
+        except BackendError as exc:
+            return _tool_error(exc)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, BackendError):
+                return _tool_error(cause)
+            if isinstance(cause, ValidationError):
+                return _tool_error(_schema_error(cause))
+            if self._tool_manager.get_tool(name) is None:
+                return _tool_error(BackendError(404, "unknown_tool", f"no tool named {name!r}"))
+            from contextos.observability import logger
+
+            logger.exception("mcp_tool_crashed", extra={"tool": name})
+            return _tool_error(BackendError(500, "internal_error", "the tool failed; the server logged why"))
 
 
 async def _run(fn: Callable[[], BaseModel]) -> dict[str, Any]:
@@ -52,15 +130,29 @@ async def _run(fn: Callable[[], BaseModel]) -> dict[str, Any]:
         finally:
             current_caller.reset(token)
 
+    return (await anyio.to_thread.run_sync(call)).model_dump(mode="json")
+
+
+def _instant(text: str) -> datetime:
+    """An ISO-8601 instant (naive means UTC), or the API's 422."""
     try:
-        result = await anyio.to_thread.run_sync(call)
+        parsed = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise BackendError(422, "validation_error", f"{text!r} is not an ISO-8601 instant") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+async def _read(fn: Callable[[], BaseModel]) -> dict[str, Any]:
+    """A resource read: a failure is a JSON-RPC error (resources have no error result) with the same
+    ``{code, message, status}`` in its data."""
+    try:
+        return await _run(fn)
     except BackendError as exc:
         raise _mcp_error(exc) from exc
-    return result.model_dump(mode="json")
 
 
 def build_server(backend: Backend) -> MCPServer:
-    server = MCPServer("contextos", instructions=INSTRUCTIONS, version="0.1.0")
+    server = _ContextOSServer("contextos", instructions=INSTRUCTIONS, version="0.1.0")
 
     @server.tool()
     async def get_context(
@@ -68,15 +160,17 @@ def build_server(backend: Backend) -> MCPServer:
         user_id: Annotated[str | None, Field(description="Only this user's memories.")] = None,
         agent_id: Annotated[str | None, Field(description="Only this agent's memories.")] = None,
         run_id: Annotated[str | None, Field(description="Only this run's memories.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories holding all these tags.")] = None,
         token_budget: Annotated[int | None, Field(ge=16, le=200_000, description="Tokens the block may use.")] = None,
         session_id: Annotated[str | None, Field(description="The conversation this question belongs to.")] = None,
+        as_of: Annotated[str | None, Field(description=AS_OF)] = None,
     ) -> dict[str, Any]:
         """Recall what is known that bears on a question: a ranked, token-budgeted markdown block of
         relevant memories (strongest and most relevant first). Call it before answering anything that
         may depend on earlier conversations, documents, preferences or decisions. Recalled memories
         are reinforced, so what keeps being useful is remembered longer."""
-        options: dict[str, Any] = {"scope": _scope(user_id, agent_id, run_id, None), "token_budget": token_budget}
-        options |= {"session_id": session_id}
+        options: dict[str, Any] = {"scope": _scope(user_id, agent_id, run_id, tags), "token_budget": token_budget}
+        options |= {"session_id": session_id, "as_of": as_of}
         result = await _run(lambda: backend.context(query, **{k: v for k, v in options.items() if v is not None}))
         return {
             "context": result["context"],
@@ -113,11 +207,12 @@ def build_server(backend: Backend) -> MCPServer:
         agent_id: Annotated[str | None, Field(description="Only this agent's memories.")] = None,
         run_id: Annotated[str | None, Field(description="Only this run's memories.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories holding all these tags.")] = None,
+        as_of: Annotated[str | None, Field(description=AS_OF)] = None,
     ) -> dict[str, Any]:
         """Find memories matching a query, best first, with their ids and scores, without changing
         anything (no reinforcement). Use it to find a memory to inspect, correct or forget; use
         get_context to answer a question."""
-        options = {"limit": limit, "scope": _scope(user_id, agent_id, run_id, tags)}
+        options = {"limit": limit, "scope": _scope(user_id, agent_id, run_id, tags), "as_of": as_of}
         result = await _run(lambda: backend.search(query, **{k: v for k, v in options.items() if v is not None}))
         return {
             "memories": [
@@ -169,7 +264,7 @@ def build_server(backend: Backend) -> MCPServer:
         wanted = name.strip().lower()
         found = [m for m in page["memories"] if m["label"].strip().lower() == wanted] or page["memories"]
         if not found:
-            raise _mcp_error(BackendError(404, "not_found", f"no skill named {name!r}"))
+            raise BackendError(404, "not_found", f"no skill named {name!r}")
         return await _run(lambda: backend.get_memory(found[0]["id"]))
 
     @server.tool()
@@ -203,15 +298,74 @@ def build_server(backend: Backend) -> MCPServer:
         (document or conversation) it was learned from."""
         return await _run(lambda: backend.get_memory(memory_id))
 
+    @server.tool()
+    async def edit_memory(
+        memory_id: Annotated[str, Field(description="The id from search_memories or list_memories.")],
+        label: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        definition: Annotated[str | None, Field(min_length=1, max_length=8000)] = None,
+        type: Annotated[MemoryKind | None, Field()] = None,
+        importance: Annotated[int | None, Field(ge=1, le=10)] = None,
+        tags: Annotated[list[str] | None, Field(max_length=50, description="Replaces the tags.")] = None,
+        user_id: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        agent_id: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        run_id: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        always_load: Annotated[bool | None, Field(description="Put it in every context block.")] = None,
+        protected: Annotated[bool | None, Field(description="Refuse edits and forgetting until unlocked.")] = None,
+        clear: Annotated[list[Clearable] | None, Field(description="Fields to empty (tags, metadata, scopes).")] = None,
+        unlock: Annotated[bool, Field(description="Required to edit a protected memory.")] = False,
+    ) -> dict[str, Any]:
+        """Correct a memory in place: only the fields you pass change (PATCH); a new definition is
+        re-embedded and the old text stays in memory_history. Use `clear` to empty tags or a scope.
+        A protected memory refuses (memory_protected) unless unlock is true and your key may unlock."""
+        given = {"label": label, "definition": definition, "type": type, "importance": importance, "tags": tags}
+        given |= {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        given |= {"always_load": always_load, "protected": protected}
+        changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        changes |= {field: None for field in clear or []} | ({"unlock": True} if unlock else {})
+        if not changes or set(changes) == {"unlock"}:
+            raise BackendError(422, "validation_error", "nothing to change: pass a field or `clear`")
+        return await _run(lambda: backend.edit_memory(memory_id, **changes))
+
+    @server.tool()
+    async def restore_memory(
+        memory_id: Annotated[str, Field(description="A forgotten or superseded memory's id.")],
+    ) -> dict[str, Any]:
+        """Bring back a memory that was forgotten or superseded by mistake: it is active again (a
+        superseded one takes its successor's place). Audit-logged like every change."""
+        return await _run(lambda: backend.restore_memory(memory_id))
+
+    @server.tool()
+    async def memory_history(
+        memory_id: Annotated[str, Field(description="A memory id.")],
+        as_of: Annotated[str | None, Field(description="An ISO-8601 instant: only what was recorded by then.")] = None,
+    ) -> dict[str, Any]:
+        """How a memory came to be what it is: its versions (the supersession chain, oldest first,
+        with when each was valid) and its audit trail. With as_of, only what existed at that instant."""
+        history = await _run(lambda: backend.memory_history(memory_id))
+        if as_of is None:
+            return history
+        instant = _instant(as_of)
+        history["versions"] = [v for v in history["versions"] if _instant(v["recorded_at"]) <= instant]
+        history["events"] = [e for e in history["events"] if _instant(e["at"]) <= instant]
+        return history
+
+    @server.tool()
+    async def forget_document(
+        document_id: Annotated[str, Field(description="The document's id (from its upload or a memory's sources).")],
+    ) -> dict[str, Any]:
+        """Forget a document and everything only it taught: memories other sources also hold are
+        kept (minus this document's evidence); raw copies are removed. Returns the counts."""
+        return await _run(lambda: backend.forget_document(document_id))
+
     @server.resource("contextos://memories/{memory_id}", mime_type="application/json")
     async def memory_resource(memory_id: str) -> str:
         """One memory, as JSON."""
-        return json.dumps(await _run(lambda: backend.get_memory(memory_id)))
+        return json.dumps(await _read(lambda: backend.get_memory(memory_id)))
 
     @server.resource("contextos://memories", mime_type="application/json")
     async def recent_memories() -> str:
         """The 50 newest memories, as JSON."""
-        return json.dumps(await _run(lambda: backend.list_memories(limit=50)))
+        return json.dumps(await _read(lambda: backend.list_memories(limit=50)))
 
     return server
 

@@ -26,10 +26,22 @@ class RouterEntry:
     always_load: bool
 
 
-def mcp_snippet(tool: RouterTool) -> str:
+# What a server-side render can say; the CLI writes the file again with this machine's values.
+LOCAL_API_URL = "http://127.0.0.1:8787"
+LOCAL_API_KEY = "ctx_local_dev_key"
+
+
+def mcp_snippet(
+    tool: RouterTool, *, command: str = "contextos", api_url: str = LOCAL_API_URL, api_key: str = LOCAL_API_KEY
+) -> str:
+    """The MCP registration for ``tool``: an absolute ``command`` (agents launch servers without
+    the user's shell PATH) and the stack's URL and key in its environment, so it works from any folder."""
+    env = {"CONTEXTOS_API_URL": api_url, "CONTEXTOS_API_KEY": api_key}
     if tool == "agents":
-        return '[mcp_servers.contextos]\ncommand = "contextos"\nargs = ["mcp"]\n'
-    servers = {"mcpServers": {"contextos": {"command": "contextos", "args": ["mcp"]}}}
+        lines = ["[mcp_servers.contextos]", f"command = {json.dumps(command)}", 'args = ["mcp"]', ""]
+        lines += ["[mcp_servers.contextos.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+        return "\n".join(lines) + "\n"
+    servers = {"mcpServers": {"contextos": {"command": command, "args": ["mcp"], "env": env}}}
     return json.dumps(servers, indent=2) + "\n"
 
 

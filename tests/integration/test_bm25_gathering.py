@@ -16,6 +16,7 @@ from contextos.store.history import HistoricalReads
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params, bm25_call
 
+from benchmarks.past_sql import install_past_sql
 from tests.memory_writer import add_memories
 
 WORDS = ["zebra", "walrus", "heron", "badger", "otter", "falcon", "lynx", "bison"]
@@ -47,6 +48,12 @@ def add(tenant: str, texts: list[str]) -> list:
     )
 
 
+@pytest.fixture
+def bm25_0016(database_url: str) -> None:
+    """0016's function (dropped in 0051), the ranking the bounded gathering must keep."""
+    install_past_sql(database_url, "bm25_0016")
+
+
 def corpus(n: int, seed: int) -> list[str]:
     """Texts of 2-5 of the animal words, some repeated (tf > 1): many memories share each word."""
     rng = random.Random(seed)
@@ -72,7 +79,7 @@ def test_at_least_m_of_n_lexemes_finds_what_a_count_finds(configured, tenant):
 
 
 @pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter falcon lynx bison", "zebra", "heron lynx"])
-def test_the_bounded_ranking_is_the_one_0016_gave(configured, tenant, query):
+def test_the_bounded_ranking_is_the_one_0016_gave(configured, bm25_0016, tenant, query):
     add(tenant, corpus(400, seed=2))
     params = BM25Params()
     cap = 12  # 400 memories and postings far above 4 x cap: the levels are walked
@@ -98,7 +105,9 @@ def test_the_bounded_ranking_is_the_one_0016_gave(configured, tenant, query):
         ("zebra walrus", 20),  # up to the top level, which is full
     ],
 )
-def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_did(configured, tenant, query, cap):
+def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_did(
+    configured, bm25_0016, tenant, query, cap
+):
     """Migration 0035 starts the walk at half the gathering lexemes; 0016's function walked from all
     of them. Up or down from the middle, the same levels end the walk: the same ranking."""
     add(tenant, corpus(400, seed=3))

@@ -1,19 +1,26 @@
-"""The migration runner: numbered SQL files, applied once each, in order, under a lock (STYLE 10)."""
+"""The migration runner (STYLE 10): numbered SQL files applied once each, in order, under a lock;
+then the repeatable definitions (functions, views: ``store/definitions/<name>.sql``), each applied
+again whenever its text changes, Flyway-style, so the latest text of a function is its one
+definition."""
 
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import psycopg
 from contextos.errors import SchemaMismatch
 from contextos.observability import logger
-from contextos.store.dialect import Dialect
+from contextos.store.dialect import DEFINITIONS_DIR, Dialect
 
 _LOCK_KEY = 7_420_011  # an arbitrary constant: one migrator at a time per database
 
 
-def migrate(conninfo: str, dialect: Dialect, embedding_dim: int, embedder_id: str) -> list[int]:
-    """Apply every pending migration; return the versions applied now. Safe to call concurrently."""
+def migrate(
+    conninfo: str, dialect: Dialect, embedding_dim: int, embedder_id: str, definitions: Path = DEFINITIONS_DIR
+) -> list[int]:
+    """Apply every pending migration, then every new or changed definition; return the versions
+    applied now. Safe to call concurrently."""
     applied_now: list[int] = []
     lock = dialect.migration_lock_sql()
     with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -40,11 +47,39 @@ def migrate(conninfo: str, dialect: Dialect, embedding_dim: int, embedder_id: st
                     )
                 applied_now.append(version)
                 logger.info("migration applied", extra={"version": version, "migration": name})
+            apply_definitions(conn, dialect, embedding_dim, definitions)
             _check_embedding_dim(conn, embedding_dim, embedder_id)
         finally:
             if lock:
                 conn.execute(lock[1], [_LOCK_KEY])
     return applied_now
+
+
+def apply_definitions(conn: psycopg.Connection, dialect: Dialect, embedding_dim: int, directory: Path) -> list[str]:
+    """Apply each definition whose text differs from the one last applied (by checksum, recorded in
+    ``schema_definitions``); return the names applied now. Runs after the versioned migrations, so a
+    definition may use any table; a versioned migration must not call a definition's function (a
+    fresh database has none yet). Definitions apply in name order."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_definitions ("
+        " name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    done = {row[0]: row[1] for row in conn.execute("SELECT name, checksum FROM schema_definitions")}
+    applied: list[str] = []
+    for name, sql in dialect.render_definitions(embedding_dim, directory):
+        checksum = hashlib.sha256(sql.encode()).hexdigest()
+        if done.get(name) == checksum:
+            continue
+        with conn.transaction():
+            conn.execute(sql)
+            conn.execute(
+                "INSERT INTO schema_definitions (name, checksum) VALUES (%s, %s)"
+                " ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now()",
+                [name, checksum],
+            )
+        applied.append(name)
+        logger.info("definition applied", extra={"definition": name})
+    return applied
 
 
 def _check_embedding_dim(conn: psycopg.Connection, embedding_dim: int, embedder_id: str) -> None:

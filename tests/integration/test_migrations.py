@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from contextos.errors import SchemaMismatch
 from contextos.store.dialect import DEFINITIONS_DIR, get_dialect
-from contextos.store.migrate import apply_definitions, migrate
+from contextos.store.migrate import FOLDED_CHECKSUMS, apply_definitions, migrate
 
 from benchmarks.past_sql import install_past_sql
 
@@ -116,3 +116,26 @@ def test_the_past_bm25_texts_the_benchmarks_compare_with_install_on_the_present_
         install_past_sql(fresh_database, name)
     names = {name for name, _ in own_functions(fresh_database)}
     assert {"contextos_text_search_bm25", "contextos_bm25_rank_0032", "contextos_bm25_scope_gather"} <= names
+
+
+def test_a_database_deployed_before_the_fold_is_repaired_without_running_anything_again(fresh_database):
+    """It ran the migrations that still carried the BM25 bodies (their checksums recorded) and has
+    the functions 0051 drops: the next migrate drops them, rewrites those records, re-runs nothing."""
+    dialect = get_dialect("postgres")
+    migrate(fresh_database, dialect, 384, "local")
+    for name in ("bm25_0016", "bm25_0032"):
+        install_past_sql(fresh_database, name)
+    folded = FOLDED_CHECKSUMS["postgres"]
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        for version, checksum in folded.items():
+            conn.execute("UPDATE schema_version SET checksum = %s WHERE version = %s", [checksum, version])
+        conn.execute("UPDATE schema_version SET checksum = 'edited by hand' WHERE version = 1")
+        conn.execute("DELETE FROM schema_version WHERE version = 51")
+    assert migrate(fresh_database, dialect, 384, "local") == [51]
+    files = {v: hashlib.sha256(sql.encode()).hexdigest() for v, _, sql in dialect.render_migrations(384)}
+    with psycopg.connect(fresh_database) as conn:
+        recorded = dict(conn.execute("SELECT version, checksum FROM schema_version").fetchall())
+    assert {v: recorded[v] for v in folded} == {v: files[v] for v in folded}
+    assert recorded[1] == "edited by hand"  # any other difference is only warned about
+    names = {name for name, _ in own_functions(fresh_database)}
+    assert "contextos_text_search_bm25" not in names and "contextos_bm25_scope_gather" not in names

@@ -129,8 +129,8 @@ class Dialect:
                 return None
 
     def ranks_in_sql(self) -> bool:
-        """Whether text search ranks in SQL: the phrase and BM25 functions (migrations 0015 and
-        0016) and a scope's own BM25 over tsvector positions; CockroachDB has neither, so the store
+        """Whether text search ranks in SQL: the phrase and BM25 functions (migration 0015 and
+        store/definitions/) and a scope's own BM25 over tsvector positions; CockroachDB has neither, so the store
         ranks there by inline phrase queries."""
         match self.name:
             case "postgres":

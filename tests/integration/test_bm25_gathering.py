@@ -183,3 +183,26 @@ def test_a_scopes_ranking_is_the_tenants_ranking_of_its_memories(configured, ten
     assert [(r["id"], r["score"]) for r in every] == [
         (r["id"], r["score"]) for r in tenant_exact if r["id"] in set(bo[::2])
     ][:10]
+
+
+@pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter", "lynx"])
+def test_cold_stubs_score_as_the_formula_written_out_did(configured, database_url, tenant, query):
+    """The cold branch scores stubs with contextos_bm25_score (the hot memories' formula); 0032's
+    text wrote the formula out: same stubs, same scores, same order."""
+    install_past_sql(database_url, "bm25_0032")
+    ids = add(tenant, corpus(80, seed=4))
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute(
+            "UPDATE memories SET tier = 'cold', stub_tsv = search_tsv, cold_object_key = 'cold/' || id"
+            " WHERE id = ANY(%s)",
+            [ids[:50]],
+        )
+    call, args = bm25_call(query, [], k=60, cap=None, params=BM25Params(), with_cold=True)
+    db = container.database()
+    ranked = db.tenant_read(tenant, (call, args))
+    before = db.tenant_read(tenant, (call.replace("contextos_bm25_rank(", "contextos_bm25_rank_0032("), args))
+    cold = [(r["id"], r["score"], r["matched"]) for r in ranked if r["cold"]]
+    assert cold and {i for i, _, _ in cold} <= set(ids[:50])
+    assert [(r["id"], r["score"], r["matched"], r["cold"]) for r in ranked] == [
+        (r["id"], r["score"], r["matched"], r["cold"]) for r in before
+    ]

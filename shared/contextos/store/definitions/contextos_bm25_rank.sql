@@ -241,9 +241,7 @@ BEGIN
     IF with_cold AND as_of IS NULL THEN
         -- cold stubs by their kept lexical form, scored with the same statistics
         RETURN QUERY
-            SELECT m.id,
-                   sum(t.w * t.idf * tf.n / (tf.n + k1 * (1 - b + b * length(m.stub_tsv) / avglen)))::real,
-                   count(*)::integer, true
+            SELECT m.id, s.score, s.matched, true
             FROM (
                 SELECT m0.id FROM memories m0
                 WHERE m0.tenant_id = tenant COLLATE "C" AND m0.tier = 'cold' AND m0.superseded_by IS NULL
@@ -255,10 +253,8 @@ BEGIN
                 LIMIT coalesce(cap, 1000000)
             ) c
             JOIN memories m ON m.tenant_id = tenant AND m.id = c.id
-            CROSS JOIN LATERAL unnest(ts_filter(setweight(m.stub_tsv, 'A', lex), '{a}')) u
-            JOIN unnest(lex, wt, idf) t(lexeme, w, idf) ON t.lexeme = u.lexeme
-            CROSS JOIN LATERAL (SELECT coalesce(cardinality(u.positions), 1)::double precision AS n) tf
-            GROUP BY m.id
+            CROSS JOIN LATERAL contextos_bm25_score(m.stub_tsv, lex, wt, idf, k1, b, avglen) s
+            WHERE s.matched > 0  -- (a stub holding none of the lexemes scores nothing, as a hot memory)
             ORDER BY 2 DESC, 1
             LIMIT k;
     END IF;

@@ -63,6 +63,7 @@ def test_importing_the_api_imports_no_route_module_no_unused_resolver_and_no_asy
         "contextos.api.app",
         "contextos.api.deferred",
         "contextos.api.edge",
+        "contextos.api.error_shape",
         "contextos.api.openapi",
         "contextos.api.routing",
     ]

@@ -47,7 +47,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psycopg
-from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.lsh import sketch
 from contextos.models import ContextRequest
@@ -56,6 +55,7 @@ from contextos.observability import metrics
 from contextos.query_analysis import analyze
 from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.db import APP_ROLE, Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

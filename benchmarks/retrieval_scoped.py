@@ -36,12 +36,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psycopg
-from contextos.config import Settings
 from contextos.models import ContextRequest
 from contextos.observability import metrics
 from contextos.scopes import ScopeFilter
 from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from contextos.api import edge, openapi
 from contextos.api.error_shape import ErrorBody, ErrorResponse
 from contextos.api.routing import LazyRestResolver
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.errors import ContextOSError
 from contextos.observability import logger
 

@@ -50,7 +50,7 @@ synth: layer console
 	npx cdk synth -q $(CDK_ARGS)
 
 openapi: install
-	$(PY) -m contextos.api.openapi docs/openapi.json
+	$(PY) -m contextos.api.write_openapi docs/openapi.json
 
 bench: install
 	$(PY) -m benchmarks.embedding

@@ -40,10 +40,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.config import Settings
 from contextos.models import ContextRequest, ContextResult
 from contextos.services.contradiction import ContradictionGate
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

@@ -43,7 +43,6 @@ from pathlib import Path
 import numpy as np
 import psycopg
 from contextos import container
-from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.extraction.validation import validate
 from contextos.judge import JudgePair, Verdict
@@ -55,6 +54,7 @@ from contextos.services.firewall import Firewall
 from contextos.services.governance import GovernanceService, TrustGate
 from contextos.services.ingestion import IngestionService, deduplicate
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.governance import GovernanceStore
 from contextos.store.privacy import PrivacyStore

@@ -23,11 +23,11 @@ import argparse
 import statistics
 import time
 
-from contextos.config import Settings
 from contextos.conversations import Role, Turn, TurnConcept
 from contextos.extraction.local import LocalConceptExtractor
 from contextos.extraction.validation import rejection_reason, validate
 from contextos.models import Provenance
+from contextos.settings import Settings
 
 from benchmarks.locomo import DATA, KS, Conversation, load
 from benchmarks.report import write_report

@@ -16,11 +16,11 @@ import argparse
 import threading
 import time
 
-from contextos.config import Settings
 from contextos.conversations import MessageCreate
 from contextos.models import Provenance
 from contextos.services.conversations import ConversationService
 from contextos.services.firewall import Firewall
+from contextos.settings import Settings
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database
 from contextos.store.privacy import PrivacyStore

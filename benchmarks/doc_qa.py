@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.config import Settings
 from contextos.models import ContextRequest, DocumentJob
 from contextos.normalization import estimate_tokens
 from contextos.parsing import parse_document
 from contextos.services.contradiction import ContradictionGate
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

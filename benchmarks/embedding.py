@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from contextos.config import Settings
 from contextos.embedding.local import LocalMiniLMEmbedder
+from contextos.settings import Settings
 
 from benchmarks.report import write_report
 

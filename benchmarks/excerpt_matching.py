@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.config import Settings
 from contextos.evidence import matching_excerpts, stem_key
 from contextos.parsing import parse_document
+from contextos.settings import Settings
 
 from benchmarks.doc_qa import DATA, ChunkRag, chunks_of, load_documents
 from benchmarks.report import write_report

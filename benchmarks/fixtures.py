@@ -22,8 +22,8 @@ from typing import TypeVar
 from uuid import UUID
 
 import numpy as np
-from contextos.config import Settings
 from contextos.models import MemoryCandidate, Provenance
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

@@ -20,10 +20,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from contextos.config import Settings
 from contextos.judge.local import LocalHeuristicJudge
 from contextos.observability import metrics
 from contextos.services.reports import ReportService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.reports import ReportStore, community_peers
 from contextos.store.repository import MemoryStore

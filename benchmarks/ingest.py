@@ -28,7 +28,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.extraction.local import LocalConceptExtractor
 from contextos.extraction.validation import validate
@@ -39,6 +38,7 @@ from contextos.normalization import norm_key
 from contextos.services.contradiction import ContradictionGate
 from contextos.services.firewall import Firewall
 from contextos.services.ingestion import IngestionService
+from contextos.settings import Settings
 from contextos.sources import DocumentSource
 from contextos.store.admission import DocumentAdmission
 from contextos.store.db import Database

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from contextos.config import Settings
 from contextos.models import DocumentJob
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

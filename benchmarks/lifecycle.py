@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pgserver
 import psycopg
-from contextos.config import Settings
 from contextos.decay import decay_rate
+from contextos.settings import Settings
 from contextos.store.dialect import get_dialect
 from contextos.store.migrate import migrate
 from contextos.store.sql import band_case, next_transition

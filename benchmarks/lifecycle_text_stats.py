@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pgserver
 import psycopg
-from contextos.config import Settings
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.lifecycle import LifecycleStore

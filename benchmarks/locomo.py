@@ -45,7 +45,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.config import Settings
 from contextos.decay import band_of, decay_rate, strength_at
 from contextos.models import BASE_TRUST, Band, ContextRequest, LifecycleReport, MemoryCandidate, Provenance
 from contextos.observability import metrics
@@ -53,6 +52,7 @@ from contextos.services.cold import ColdStorage
 from contextos.services.firewall import Firewall
 from contextos.services.lifecycle import LifecycleService
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

@@ -30,11 +30,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.config import Settings
 from contextos.models import ContextRequest, LifecycleReport
 from contextos.observability import metrics
 from contextos.services.cold import ColdStorage
 from contextos.services.lifecycle import LifecycleService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

@@ -37,7 +37,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.config import Settings
 from contextos.conversations import FlushJob, MessageCreate
 from contextos.models import ContextRequest, LifecycleReport, Provenance
 from contextos.services.admission import Admission
@@ -47,6 +46,7 @@ from contextos.services.conversations import ConversationService
 from contextos.services.firewall import Firewall
 from contextos.services.lifecycle import LifecycleService
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.admission import AdmissionStore
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database

@@ -27,13 +27,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import contextos.services.retrieval as retrieval
-from contextos.config import RelevanceRecipe, Settings
+from contextos.config import RelevanceRecipe
 from contextos.models import ContextRequest, LifecycleReport
 from contextos.observability import metrics
 from contextos.scoring import rank
 from contextos.services.cold import ColdStorage
 from contextos.services.lifecycle import LifecycleService
 from contextos.services.reports import ReportService
+from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url

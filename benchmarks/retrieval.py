@@ -47,7 +47,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psycopg
-from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.lsh import sketch
 from contextos.models import ContextRequest
@@ -56,6 +55,7 @@ from contextos.observability import metrics
 from contextos.query_analysis import analyze
 from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
+from contextos.settings import Settings
 from contextos.store.db import APP_ROLE, Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
@@ -66,6 +66,7 @@ from contextos.store.text_search import BM25Params, bm25_call, phrase_forms
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
+from benchmarks.past_sql import install_past_sql
 from benchmarks.report import write_report
 from benchmarks.warm import WarmTenant, read_service, warm_figures, warm_interleaved
 
@@ -818,6 +819,7 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
     )
     store = MemoryStore(db, settings.decay, settings.merge)
     k = cfg.bm25_k
+    install_past_sql(db.conninfo, "bm25_0016")
     cpu = ServerCpu(db.conninfo)
     exact_ms, deployed_ms, kept, compared = [], [], 0.0, 0
     deployed_cpu, before_ms, before_cpu, same_as_before = [], [], [], 0

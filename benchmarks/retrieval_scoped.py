@@ -36,14 +36,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psycopg
-from contextos.config import Settings
 from contextos.models import ContextRequest
 from contextos.observability import metrics
 from contextos.scopes import ScopeFilter
 from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
-from contextos.store.db import APP_ROLE, Database
-from contextos.store.dialect import MIGRATIONS_DIR, get_dialect
+from contextos.settings import Settings
+from contextos.store.db import Database
+from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
@@ -52,6 +52,7 @@ from contextos.store.scoped_reads import ScopedReads
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
+from benchmarks.past_sql import install_past_sql
 from benchmarks.report import write_report
 from benchmarks.retrieval import (
     DIM,
@@ -363,16 +364,8 @@ class RenamingDatabase:
 
 def install_before_bm25(url: str) -> None:
     """0032's ``contextos_bm25_rank`` (its scoped branch gathers ids, then scores them by id) as
-    ``BEFORE_BM25``, read from the migration file itself."""
-    text = get_dialect("postgres").migration_sql((MIGRATIONS_DIR / "0032_bm25_one_pass.sql").read_text())
-    body = text[
-        text.index("CREATE OR REPLACE FUNCTION contextos_bm25_rank(") : text.index(
-            "REVOKE ALL ON FUNCTION contextos_bm25_rank("
-        )
-    ]
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(body.replace("contextos_bm25_rank(", BEFORE_BM25 + "(", 1))
-        conn.execute(f"GRANT EXECUTE ON FUNCTION {BEFORE_BM25} TO {APP_ROLE}")
+    ``BEFORE_BM25``, from its past text (benchmarks/sql/bm25_0032.sql)."""
+    install_past_sql(url, "bm25_0032")
 
 
 def text_ab(

@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from contextos.config import Settings
 from contextos.conversations import SessionListQuery
 from contextos.services.conversations import ConversationService
 from contextos.services.firewall import Firewall
+from contextos.settings import Settings
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database
 from contextos.store.privacy import PrivacyStore

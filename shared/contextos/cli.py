@@ -9,13 +9,10 @@ import signal
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
+from contextos.cli_target import ApiTarget, ApiUnreachable
 from contextos.cli_verbs import (
-    ApiUnreachable,
     cmd_keys_list,
     cmd_keys_revoke,
     register,
@@ -24,55 +21,6 @@ from contextos.cli_verbs import (
     scope_of,
     sdk_target,
 )
-
-
-class ApiClient:
-    """A small JSON client for a ContextOS API: the local stack or a deployed one."""
-
-    def __init__(self, url: str, key: str) -> None:
-        self.url, self.key = url.rstrip("/"), key
-
-    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, Any]:
-        request = urllib.request.Request(
-            self.url + path,
-            method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
-        except (urllib.error.URLError, OSError) as exc:
-            raise ApiUnreachable(self.url, getattr(exc, "reason", exc)) from exc
-
-
-def _running_stack() -> dict | None:
-    from contextos.local.stack import running_stack
-
-    return running_stack()
-
-
-class _Target:
-    """The API to talk to: --api/--key, else a running ``contextos dev``, else an in-process stack."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.stack = None
-        if args.api:
-            self.client = ApiClient(args.api, args.key or "")
-            return
-        state = _running_stack()
-        if state is None:
-            from contextos.local.stack import LocalStack
-
-            self.stack = LocalStack(api_port=0, poll_wait_s=0).start()
-            state = self.stack.state()
-        self.client = ApiClient(state["api_url"], args.key or state["api_key"])
-
-    def close(self) -> None:
-        if self.stack:
-            self.stack.stop()
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -110,7 +58,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"no such file: {path}", file=sys.stderr)
         return 2
-    target = _Target(args)
+    target = ApiTarget(args)
     try:
         status, body = target.client.call(
             "POST",
@@ -137,7 +85,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    target = _Target(args)
+    target = ApiTarget(args)
     try:
         status, body = target.client.call(
             "POST",
@@ -178,7 +126,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         print(container.reports().run_all().model_dump_json(indent=2))
         return 0
-    target = _Target(args)
+    target = ApiTarget(args)
     try:
         status, body = target.client.call("GET", f"/v1/{args.kind}")
     finally:
@@ -227,7 +175,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_erase(args: argparse.Namespace) -> int:
     """``erase user ID`` / ``erase tenant --confirm T`` through the API (the key needs ``erase``)."""
-    target = _Target(args)
+    target = ApiTarget(args)
     try:
         if args.what == "user":
             status, body = target.client.call("POST", "/v1/erasure/user", {"user_id": args.id})
@@ -349,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from contextos.cli_workspace import register as register_workspace
 
-    register_workspace(sub, api_flags, _Target)
+    register_workspace(sub, api_flags, ApiTarget)
 
     from contextos.cli_chats import register as register_chats
     from contextos.hooks import register as register_hooks

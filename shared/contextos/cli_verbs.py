@@ -12,22 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contextos.cli_target import ApiTarget, ApiUnreachable
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-class ApiUnreachable(Exception):
-    """No answer from the API's address (refused, unknown host, timed out)."""
-
-    def __init__(self, url: str, reason: object) -> None:
-        super().__init__(f"cannot reach the API at {url}: {reason}")
 
 
 def sdk_target(args: argparse.Namespace) -> tuple[Any, Any]:
     """(SDK client, the target to close): the API the CLI's other verbs talk to."""
-    from contextos.cli import _Target
     from contextos.sdk import Client
 
-    target = _Target(args)
+    target = ApiTarget(args)
     return Client(target.client.url, api_key=target.client.key), target
 
 

@@ -1,19 +1,16 @@
-"""Settings: one pydantic-settings model, read lazily through a cached accessor.
+"""The configuration's plain section models and their defaults (the environment is read by
+``contextos.settings.Settings``, through ``contextos.current_settings.get_settings``).
 
 Every number the spec calls a default lives here, overridable by ``CONTEXTOS_*`` environment
 variables (nested with ``__``, e.g. ``CONTEXTOS_RETRIEVAL__MAX_MEMORIES=30``). Nothing reads the
 environment at import time.
 """
 
-from functools import lru_cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from contextos.modelbase import BaseModel
-
-if TYPE_CHECKING:
-    from contextos.settings import Settings
 
 Dialect = Literal["postgres", "cockroach"]
 
@@ -504,25 +501,3 @@ class LocalServerSettings(BaseModel):
     # redelivery of a message whose worker died run again once this much time has passed.
     function_timeout_s: float = 60.0
     cors_origins: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:8787", "http://localhost:8787"])
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> "Settings":
-    """The process-wide settings, read from the environment on first use."""
-    from contextos.settings import Settings
-
-    return Settings()
-
-
-def reset_settings() -> None:
-    """Forget cached settings (tests and the local stack change the environment)."""
-    get_settings.cache_clear()
-
-
-def __getattr__(name: str) -> Any:
-    # ``from contextos.config import Settings`` keeps working; the import happens only then.
-    if name == "Settings":
-        from contextos.settings import Settings
-
-        return Settings
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
-from contextos.config import get_settings, reset_settings
+from contextos.current_settings import get_settings, reset_settings
 
 if TYPE_CHECKING:  # each factory imports its implementation: a function loads only what its path uses
     from contextos.embedding import Embedder

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from contextos.config import DecaySettings
+from contextos.gate_port import ContradictionGatePort
 from contextos.governance_models import HeldCandidate
-from contextos.judgements import GateOutcome, JudgementCache
 from contextos.models import DocumentRecord, MemoryCandidate, StoreResult
 from contextos.scopes import Scope
 from contextos.sources import ConceptSource
@@ -188,27 +188,6 @@ class ReadPort(SearchReads, Protocol):
     def get_memory(self, tenant_id: str, memory_id: UUID) -> MemoryDetail: ...
 
     def sources_of_memory(self, tenant_id: str, memory_id: UUID) -> list[MemorySourceRow]: ...
-
-
-class ContradictionGatePort(Protocol):
-    """The contradiction gate (S7) as the admission store sees it: given the candidates (under the
-    tenant lock, in the admission's transaction), the decided outcome; the store applies it."""
-
-    prejudges: bool
-
-    def prejudge(self, db: Any, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache: ...
-
-    def judge_batch(
-        self,
-        conn: Conn,
-        tenant_id: str,
-        candidates: Sequence[MemoryCandidate],
-        final_keys: Sequence[str],
-        *,
-        hot_memories: int,
-        dialect: str = "postgres",
-        cache: JudgementCache | None = None,
-    ) -> GateOutcome: ...
 
 
 # -- what a service that spans aggregates takes --------------------------------------------------

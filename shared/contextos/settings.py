@@ -1,8 +1,8 @@
 """The settings model read from the environment: every ``CONTEXTOS_*`` variable.
 
 Its own module because pydantic-settings is heavy to import (it loads every source it ships:
-dotenv, CLI, the cloud secret stores, asyncio): ``contextos.config.get_settings`` imports it at
-the first read, so a function's import pays only for the plain models of ``contextos.config``.
+dotenv, CLI, the cloud secret stores, asyncio): ``contextos.current_settings.get_settings``
+imports it at the first read, so a function's import pays only for the plain models of ``contextos.config``.
 """
 
 from __future__ import annotations

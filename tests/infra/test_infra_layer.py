@@ -132,8 +132,8 @@ IMPORT_PROBE = """
 import sys
 layer, shims = sys.argv[1], sys.argv[2]
 sys.path[:0] = [shims, layer]
-import contextos, contextos.config, pydantic, pydantic_settings
-settings = contextos.config.Settings()
+import contextos, contextos.settings, pydantic, pydantic_settings
+settings = contextos.settings.Settings()
 assert contextos.__file__.startswith(layer), contextos.__file__
 assert pydantic.__file__.startswith(layer), pydantic.__file__
 assert pydantic_settings.__file__.startswith(layer), pydantic_settings.__file__

@@ -352,7 +352,7 @@ def test_alarms_watch_every_dead_letter_queue_and_every_function(synth: Synth) -
 
 def test_every_contextos_variable_a_function_gets_is_a_setting_the_code_reads(aurora) -> None:
     """A misspelt variable would deploy fine and be ignored at run time (the default wins)."""
-    from contextos.config import Settings
+    from contextos.settings import Settings
     from pydantic import BaseModel
 
     for name, (_, props) in aurora.functions().items():

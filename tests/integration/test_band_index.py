@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.lsh import BANDS, sketch
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.local.events import sqs_event
 from contextos.local.handlers import invoke
 from contextos.models import Concept, DocumentJob, Provenance

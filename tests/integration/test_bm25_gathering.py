@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 from contextos.scopes import ScopeFilter
@@ -16,6 +16,7 @@ from contextos.store.history import HistoricalReads
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import BM25Params, bm25_call
 
+from benchmarks.past_sql import install_past_sql
 from tests.memory_writer import add_memories
 
 WORDS = ["zebra", "walrus", "heron", "badger", "otter", "falcon", "lynx", "bison"]
@@ -47,6 +48,12 @@ def add(tenant: str, texts: list[str]) -> list:
     )
 
 
+@pytest.fixture
+def bm25_0016(database_url: str) -> None:
+    """0016's function (dropped in 0051), the ranking the bounded gathering must keep."""
+    install_past_sql(database_url, "bm25_0016")
+
+
 def corpus(n: int, seed: int) -> list[str]:
     """Texts of 2-5 of the animal words, some repeated (tf > 1): many memories share each word."""
     rng = random.Random(seed)
@@ -72,7 +79,7 @@ def test_at_least_m_of_n_lexemes_finds_what_a_count_finds(configured, tenant):
 
 
 @pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter falcon lynx bison", "zebra", "heron lynx"])
-def test_the_bounded_ranking_is_the_one_0016_gave(configured, tenant, query):
+def test_the_bounded_ranking_is_the_one_0016_gave(configured, bm25_0016, tenant, query):
     add(tenant, corpus(400, seed=2))
     params = BM25Params()
     cap = 12  # 400 memories and postings far above 4 x cap: the levels are walked
@@ -98,7 +105,9 @@ def test_the_bounded_ranking_is_the_one_0016_gave(configured, tenant, query):
         ("zebra walrus", 20),  # up to the top level, which is full
     ],
 )
-def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_did(configured, tenant, query, cap):
+def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_did(
+    configured, bm25_0016, tenant, query, cap
+):
     """Migration 0035 starts the walk at half the gathering lexemes; 0016's function walked from all
     of them. Up or down from the middle, the same levels end the walk: the same ranking."""
     add(tenant, corpus(400, seed=3))
@@ -174,3 +183,26 @@ def test_a_scopes_ranking_is_the_tenants_ranking_of_its_memories(configured, ten
     assert [(r["id"], r["score"]) for r in every] == [
         (r["id"], r["score"]) for r in tenant_exact if r["id"] in set(bo[::2])
     ][:10]
+
+
+@pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter", "lynx"])
+def test_cold_stubs_score_as_the_formula_written_out_did(configured, database_url, tenant, query):
+    """The cold branch scores stubs with contextos_bm25_score (the hot memories' formula); 0032's
+    text wrote the formula out: same stubs, same scores, same order."""
+    install_past_sql(database_url, "bm25_0032")
+    ids = add(tenant, corpus(80, seed=4))
+    with container.database().tenant_tx(tenant) as conn:
+        conn.execute(
+            "UPDATE memories SET tier = 'cold', stub_tsv = search_tsv, cold_object_key = 'cold/' || id"
+            " WHERE id = ANY(%s)",
+            [ids[:50]],
+        )
+    call, args = bm25_call(query, [], k=60, cap=None, params=BM25Params(), with_cold=True)
+    db = container.database()
+    ranked = db.tenant_read(tenant, (call, args))
+    before = db.tenant_read(tenant, (call.replace("contextos_bm25_rank(", "contextos_bm25_rank_0032("), args))
+    cold = [(r["id"], r["score"], r["matched"]) for r in ranked if r["cold"]]
+    assert cold and {i for i, _, _ in cold} <= set(ids[:50])
+    assert [(r["id"], r["score"], r["matched"], r["cold"]) for r in ranked] == [
+        (r["id"], r["score"], r["matched"], r["cold"]) for r in before
+    ]

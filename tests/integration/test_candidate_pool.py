@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.models import ContextRequest
 from contextos.store.history import PoolRequest
 

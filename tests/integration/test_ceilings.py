@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.models import Provenance
 
 from tests.integration.test_permissions import rest

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.governance_models import MemoryCreate
 from contextos.judge.bedrock import BedrockJudge
 from contextos.models import Provenance

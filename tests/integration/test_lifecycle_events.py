@@ -10,7 +10,7 @@ import uuid
 import boto3
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 
 from tests.helpers import call_api
 

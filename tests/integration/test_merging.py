@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.lsh import BANDS
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance

@@ -1,10 +1,14 @@
+import hashlib
+import shutil
 import threading
 
 import psycopg
 import pytest
 from contextos.errors import SchemaMismatch
-from contextos.store.dialect import get_dialect
-from contextos.store.migrate import migrate
+from contextos.store.dialect import DEFINITIONS_DIR, get_dialect
+from contextos.store.migrate import FOLDED_CHECKSUMS, apply_definitions, migrate
+
+from benchmarks.past_sql import install_past_sql
 
 
 @pytest.fixture
@@ -50,3 +54,88 @@ def test_a_store_built_for_another_dimension_is_refused(fresh_database):
     migrate(fresh_database, dialect, 384, "local")
     with pytest.raises(SchemaMismatch, match="reembed"):
         migrate(fresh_database, dialect, 1024, "amazon.titan-embed-text-v2:0")
+
+
+OWN_FUNCTIONS = (
+    "SELECT p.proname AS name, p.prosrc AS body FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+    " WHERE n.nspname = 'public'"
+    " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')"  # not pgvector's
+)
+
+
+def own_functions(url: str) -> list[tuple[str, str]]:
+    with psycopg.connect(url) as conn:
+        return [(r[0], r[1]) for r in conn.execute(OWN_FUNCTIONS)]
+
+
+def test_a_fresh_database_holds_one_definition_per_function_and_the_latest_text(fresh_database):
+    dialect = get_dialect("postgres")
+    migrate(fresh_database, dialect, 384, "local")
+    functions = own_functions(fresh_database)
+    names = [name for name, _ in functions]
+    assert sorted(names) == sorted(set(names))  # no overload left behind by an older migration
+    definitions = dict(dialect.render_definitions(384))
+    assert {"contextos_bm25_rank", "contextos_bm25_score", "contextos_at_least_query"} <= set(definitions)
+    for name, body in functions:
+        if name in definitions:
+            assert body.strip() in definitions[name], name  # the definition file's text, not a migration's
+    assert "contextos_text_search_bm25" not in names and "contextos_bm25_scope_gather" not in names
+    with psycopg.connect(fresh_database) as conn:
+        recorded = dict(conn.execute("SELECT name, checksum FROM schema_definitions").fetchall())
+    assert recorded == {name: hashlib.sha256(sql.encode()).hexdigest() for name, sql in definitions.items()}
+
+
+def test_a_changed_definition_is_applied_again_and_an_unchanged_one_never(fresh_database, tmp_path):
+    dialect = get_dialect("postgres")
+    migrate(fresh_database, dialect, 384, "local")
+    shutil.copytree(DEFINITIONS_DIR, tmp_path, dirs_exist_ok=True)
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        assert apply_definitions(conn, dialect, 384, tmp_path) == []  # the same text: nothing to do
+        score = tmp_path / "contextos_bm25_score.sql"
+        score.write_text(score.read_text().replace("$fn$\n", "$fn$\n    -- changed\n", 1))
+        assert apply_definitions(conn, dialect, 384, tmp_path) == ["contextos_bm25_score"]
+        assert apply_definitions(conn, dialect, 384, tmp_path) == []
+    bodies = dict(own_functions(fresh_database))
+    assert "-- changed" in bodies["contextos_bm25_score"]
+    assert "-- changed" not in bodies["contextos_bm25_rank"]
+    # the next deploy with the repository's text puts it back
+    migrate(fresh_database, dialect, 384, "local")
+    assert "-- changed" not in dict(own_functions(fresh_database))["contextos_bm25_score"]
+
+
+def test_definitions_follow_the_dialect():
+    assert get_dialect("cockroach").render_definitions(384) == []  # no plpgsql: no BM25 there
+    for name, sql in get_dialect("postgres").render_definitions(384):
+        assert "-- dialect:" not in sql
+        assert f"CREATE OR REPLACE FUNCTION {name}(" in sql  # one file, one function, named after it
+
+
+def test_the_past_bm25_texts_the_benchmarks_compare_with_install_on_the_present_schema(fresh_database):
+    migrate(fresh_database, get_dialect("postgres"), 384, "local")
+    for name in ("bm25_0016", "bm25_0032"):
+        install_past_sql(fresh_database, name)
+    names = {name for name, _ in own_functions(fresh_database)}
+    assert {"contextos_text_search_bm25", "contextos_bm25_rank_0032", "contextos_bm25_scope_gather"} <= names
+
+
+def test_a_database_deployed_before_the_fold_is_repaired_without_running_anything_again(fresh_database):
+    """It ran the migrations that still carried the BM25 bodies (their checksums recorded) and has
+    the functions 0051 drops: the next migrate drops them, rewrites those records, re-runs nothing."""
+    dialect = get_dialect("postgres")
+    migrate(fresh_database, dialect, 384, "local")
+    for name in ("bm25_0016", "bm25_0032"):
+        install_past_sql(fresh_database, name)
+    folded = FOLDED_CHECKSUMS["postgres"]
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        for version, checksum in folded.items():
+            conn.execute("UPDATE schema_version SET checksum = %s WHERE version = %s", [checksum, version])
+        conn.execute("UPDATE schema_version SET checksum = 'edited by hand' WHERE version = 1")
+        conn.execute("DELETE FROM schema_version WHERE version = 51")
+    assert migrate(fresh_database, dialect, 384, "local") == [51]
+    files = {v: hashlib.sha256(sql.encode()).hexdigest() for v, _, sql in dialect.render_migrations(384)}
+    with psycopg.connect(fresh_database) as conn:
+        recorded = dict(conn.execute("SELECT version, checksum FROM schema_version").fetchall())
+    assert {v: recorded[v] for v in folded} == {v: files[v] for v in folded}
+    assert recorded[1] == "edited by hand"  # any other difference is only warned about
+    names = {name for name, _ in own_functions(fresh_database)}
+    assert "contextos_text_search_bm25" not in names and "contextos_bm25_scope_gather" not in names

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 import pytest
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 from contextos.scopes import ScopeFilter

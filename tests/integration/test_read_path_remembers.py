@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, ContextRequest, LifecycleReport, MemoryCandidate, Provenance
 from contextos.store.text_search import BM25Params

@@ -2,7 +2,7 @@
 
 import pytest
 from contextos import container
-from contextos.config import Settings
+from contextos.settings import Settings
 
 from tests.helpers import call_api
 from tests.integration.test_context import ingested  # noqa: F401  (the fixture: two documents via the API)

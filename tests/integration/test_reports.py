@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.local.events import scheduled_event
 from contextos.local.handlers import invoke
 from contextos.models import BASE_TRUST, ContextRequest, MemoryCandidate, Provenance

@@ -4,7 +4,7 @@
 from datetime import UTC, datetime, timedelta
 
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, ContextRequest, MemoryCandidate, Provenance
 from contextos.services.retrieval import RetrievalService

@@ -4,7 +4,7 @@ recurs, and the context block shows the excerpt that matches the query (migratio
 
 import pytest
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.models import ContextRequest
 from contextos.services.retrieval import RetrievalService
 from contextos.store.text_search import BM25Params

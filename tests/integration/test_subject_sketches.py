@@ -8,7 +8,8 @@ import uuid
 
 import numpy as np
 from contextos import container
-from contextos.config import GovernanceSettings, get_settings
+from contextos.config import GovernanceSettings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.lsh import max_hamming
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance

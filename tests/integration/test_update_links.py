@@ -6,7 +6,7 @@ the read path then ranks the update first while still showing the older memory."
 from datetime import UTC, datetime, timedelta
 
 from contextos import container
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, LifecycleReport, MemoryCandidate, Provenance
 

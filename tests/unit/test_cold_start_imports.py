@@ -28,7 +28,7 @@ def test_importing_the_api_loads_no_pydantic_settings_until_settings_are_read():
     probe = (
         "import sys; import contextos.api.app; "
         "print('pydantic_settings' in sys.modules); "
-        "from contextos.config import get_settings; get_settings(); "
+        "from contextos.current_settings import get_settings; get_settings(); "
         "print('pydantic_settings' in sys.modules)"
     )
     out = subprocess.run(
@@ -63,6 +63,7 @@ def test_importing_the_api_imports_no_route_module_no_unused_resolver_and_no_asy
         "contextos.api.app",
         "contextos.api.deferred",
         "contextos.api.edge",
+        "contextos.api.error_shape",
         "contextos.api.openapi",
         "contextos.api.routing",
     ]

@@ -2,7 +2,8 @@ import os
 import subprocess
 import sys
 
-from contextos.config import Settings, get_settings, reset_settings
+from contextos.current_settings import get_settings, reset_settings
+from contextos.settings import Settings
 
 
 def test_settings_are_read_lazily_and_cached(monkeypatch):

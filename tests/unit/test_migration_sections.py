@@ -3,13 +3,16 @@
 ``schema_version`` records the SHA-256 of the SQL each migration ran. The checksums below are
 those of the SQL each dialect ran before its migrations were folded into shared files (taken
 from the separate ``.cockroach.sql`` files, before the placeholder is filled): an existing
-deployment sees the same checksums and neither re-runs nor warns about a migration.
+deployment sees the same checksums and neither re-runs nor warns about a migration. A migration
+whose function bodies later moved to ``store/definitions/`` renders otherwise; the runner knows the
+checksum it had (``FOLDED_CHECKSUMS``) and repairs the record.
 """
 
 import hashlib
 
 import pytest
 from contextos.store.dialect import MIGRATIONS_DIR, get_dialect
+from contextos.store.migrate import FOLDED_CHECKSUMS
 
 RECORDED = {
     "postgres": {
@@ -73,7 +76,10 @@ def test_each_dialect_renders_exactly_the_sql_it_ran_before_the_fold(dialect):
     rendered = {
         v: hashlib.sha256(d.migration_sql(p.read_text()).encode()).hexdigest() for v, _, p in d.migration_files()
     }
-    assert {v: rendered[v] for v in RECORDED[dialect]} == RECORDED[dialect]
+    folded = FOLDED_CHECKSUMS.get(dialect, {})
+    accepted = {v: folded[v] if v in folded else rendered[v] for v in RECORDED[dialect]}
+    assert accepted == RECORDED[dialect]
+    assert all(rendered[v] != folded[v] for v in folded)  # a folded migration's file did change
 
 
 def test_there_is_one_file_per_migration_and_no_forked_variant():

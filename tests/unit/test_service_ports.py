@@ -9,13 +9,13 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from contextos.config import Settings
 from contextos.errors import Conflict
 from contextos.governance_models import MemoryCreate
 from contextos.models import MemoryCandidate, Provenance, StoreResult
 from contextos.ports import AdmissionPort
 from contextos.services.firewall import Firewall
 from contextos.services.governance import GovernanceService
+from contextos.settings import Settings
 from contextos.store.admission import Admitted
 
 

@@ -15,23 +15,11 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from contextos.api import edge, openapi
+from contextos.api.error_shape import ErrorBody, ErrorResponse
 from contextos.api.routing import LazyRestResolver
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.errors import ContextOSError
-from contextos.modelbase import BaseModel
 from contextos.observability import logger
-
-
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    details: Any = None
-
-
-class ErrorResponse(BaseModel):
-    """Every 4xx/5xx carries this shape; ``code`` is stable, ``message`` is for people."""
-
-    error: ErrorBody
 
 
 def error_response(status: int, code: str, message: str, details: Any = None) -> Response:
@@ -123,7 +111,7 @@ def allowed_methods(app: LazyRestResolver, path: str) -> list[str]:
     """The methods some route answers on this path (for a 405 and its ``Allow`` header)."""
     app.include_for(path)
     stripped = app._remove_prefix(path)
-    return sorted({r.method for r in openapi._routes(app) if r.rule.match(stripped)})
+    return sorted({r.method for r in openapi.routes(app) if r.rule.match(stripped)})
 
 
 def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:

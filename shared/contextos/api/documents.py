@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from contextos import container
 from contextos.api.auth import Verb, require
 from contextos.api.openapi import statuses
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.management_models import DocumentForgotten, DocumentListQuery, DocumentPage, UploadRequest, UploadTicket
 from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord, DocumentStatus
 from contextos.trust import claim_provenance

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
+from contextos.api.error_shape import ErrorResponse
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _STATUSES_ATTR = "__contextos_statuses__"
@@ -96,8 +98,6 @@ def statuses(*codes: int) -> Callable[[F], F]:
 
 
 def error_schema() -> dict[str, Any]:
-    from contextos.api.app import ErrorResponse
-
     return ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}")
 
 
@@ -115,7 +115,7 @@ def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
     doc["components"]["securitySchemes"]["apiKey"]["description"] += " " + _permissions()
     doc["security"] = SECURITY
     doc["servers"] = SERVERS
-    declared = {(r.method.lower(), r.openapi_path): getattr(r.func, _STATUSES_ATTR, ()) for r in _routes(app)}
+    declared = {(r.method.lower(), r.openapi_path): getattr(r.func, _STATUSES_ATTR, ()) for r in routes(app)}
     for path, item in doc.get("paths", {}).items():
         for method, operation in item.items():
             if method in ("get", "put", "post", "delete", "patch"):
@@ -144,25 +144,7 @@ def _complete(operation: dict[str, Any], method: str, declared: tuple[int, ...])
         responses[str(code)] = {"description": DESCRIPTIONS.get(code, "Error"), "content": deepcopy(ref)}
 
 
-def _routes(app: APIGatewayRestResolver) -> list[Any]:
+def routes(app: APIGatewayRestResolver) -> list[Any]:
+    """Every route the resolver has compiled."""
     # Powertools keeps its compiled routes here; the OpenAPI generator reads the same lists.
     return [*app._static_routes, *app._dynamic_routes]
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m contextos.api.openapi [path]``: write the document (``make openapi``)."""
-    import sys
-    from pathlib import Path
-
-    from contextos.api.app import app
-
-    args = sys.argv[1:] if argv is None else argv
-    text = openapi_json(app)
-    if args:
-        Path(args[0]).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-
-
-if __name__ == "__main__":
-    main()

@@ -13,7 +13,8 @@ import time
 from urllib.parse import parse_qsl
 
 from contextos.auth import UNAUTHORIZED
-from contextos.config import LocalServerSettings, get_settings
+from contextos.config import LocalServerSettings
+from contextos.current_settings import get_settings
 from contextos.local.events import api_proxy_event, authorizer_request_event
 from contextos.local.front import ASGIApp, Front, HttpReply, HttpRequest, json_reply
 from contextos.local.handlers import invoke

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import contextos
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.local.events import LocalLambdaContext
 
 _modules: dict[str, ModuleType] = {}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contextos import container
-from contextos.config import get_settings, reset_settings
+from contextos.current_settings import get_settings, reset_settings
 from contextos.local.aws import LocalAws, start_local_aws
 from contextos.local.bridge import ApiBridge
 from contextos.local.console import ConsoleApp

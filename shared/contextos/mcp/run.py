@@ -84,7 +84,7 @@ def where_to_serve(api_url: str | None, api_key: str | None) -> tuple[str | None
     ``contextos dev`` wherever it was started — never a new, empty store in a folder that has none."""
     import os
 
-    from contextos.config import get_settings
+    from contextos.current_settings import get_settings
     from contextos.local.stack import running_stack
 
     api_url = api_url or os.environ.get("CONTEXTOS_API_URL") or None

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.embedding import Embedder
 from contextos.extraction.validation import validate
@@ -23,6 +22,7 @@ from contextos.ports import AdmissionPort
 from contextos.redaction import clean_label
 from contextos.scopes import Scope
 from contextos.services.governance import TrustGate
+from contextos.settings import Settings
 from contextos.sources import ConceptSource, DocumentSource
 from contextos.store.admission import DocumentAdmission
 

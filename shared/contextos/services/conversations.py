@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from contextos.config import Settings
 from contextos.conversations import (
     FlushJob,
     FlushTrigger,
@@ -49,6 +48,7 @@ from contextos.scopes import Scope
 from contextos.services.admission import Admission
 from contextos.services.firewall import HOLD_REASON, Firewall
 from contextos.services.ingestion import deduplicate
+from contextos.settings import Settings
 from contextos.sources import SessionSource
 from contextos.store.conversations import ConversationStore
 from contextos.store.rows import FlushRow

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from contextos.config import Settings
 from contextos.errors import BadRequest
 from contextos.management_models import ErasureReport
 from contextos.observability import logger
 from contextos.services.forgetting import Blobs, drop, expunge
+from contextos.settings import Settings
 from contextos.store.erasure import ErasedRows, ErasureStore
 
 

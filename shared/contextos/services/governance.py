@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 from uuid import UUID
 
-from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.embedding import Embedder
 from contextos.errors import BadRequest, Conflict, Forbidden
@@ -36,6 +35,7 @@ from contextos.observability import metrics
 from contextos.ports import AdmissionPort
 from contextos.redaction import PLACEHOLDER, clean_label, redact
 from contextos.services.firewall import Firewall
+from contextos.settings import Settings
 from contextos.store.governance import GovernanceStore
 from contextos.store.promotion import Promotion
 from contextos.trust import candidate_signals, claim_provenance, gate_trust

@@ -11,7 +11,6 @@ from typing import Protocol, TypeVar
 from urllib.parse import unquote_plus
 from uuid import UUID
 
-from contextos.config import Settings
 from contextos.embedding import Embedder
 from contextos.errors import (
     BadRequest,
@@ -40,6 +39,7 @@ from contextos.redaction import RedactionPolicy, merge_counts, redact
 from contextos.scopes import Scope
 from contextos.services.admission import Admission, AdmissionResult, PreparedAdmission
 from contextos.services.firewall import HOLD_REASON, ContainsSecret, Firewall, secret_reason
+from contextos.settings import Settings
 from contextos.sources import DocumentSource
 from contextos.store.rows import ClaimedDocument
 from contextos.tenancy import valid_tenant

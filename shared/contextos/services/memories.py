@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
-from contextos.config import DecaySettings, Settings
+from contextos.config import DecaySettings
 from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -45,6 +45,7 @@ from contextos.scopes import Scope, ScopeFilter
 from contextos.services.firewall import Firewall
 from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expunge
 from contextos.services.governance import firewall_label
+from contextos.settings import Settings
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
 from contextos.store.management import ManagementStore

@@ -11,7 +11,6 @@ from uuid import UUID
 
 import networkx as nx
 
-from contextos.config import Settings
 from contextos.errors import ContextOSError, TransientError
 from contextos.judge import Judge, Verdict
 from contextos.observability import logger, metrics
@@ -36,6 +35,7 @@ from contextos.reports import (
     health_components,
     health_score,
 )
+from contextos.settings import Settings
 from contextos.store.reports import ReportStore
 
 Trigger = str  # "schedule" | "on_demand" | "cli"

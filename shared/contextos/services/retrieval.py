@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, cast
 from uuid import UUID
 
-from contextos.config import RelevanceRecipe, Settings
+from contextos.config import RelevanceRecipe
 from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import UnknownRecipe
@@ -33,6 +33,7 @@ from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scopes import ScopeFilter
 from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence, calibrated_relevance, rank
 from contextos.services.cold import ColdStorage
+from contextos.settings import Settings
 from contextos.store.history import HistoricalReads, PoolRequest
 from contextos.store.rows import PoolRow
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads

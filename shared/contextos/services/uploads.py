@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from contextos.config import Settings
 from contextos.management_models import UploadRequest, UploadTicket
 from contextos.models import Provenance
 from contextos.parsing import safe_filename
 from contextos.scopes import Scope
+from contextos.settings import Settings
 
 
 class Presigner(Protocol):

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, overload
 from uuid import UUID
 
-from contextos.config import Settings
 from contextos.decay import decay_rate
 from contextos.embedding import Embedder
 from contextos.errors import ContextOSError
@@ -33,6 +32,7 @@ from contextos.ports import WorkspaceStorePort
 from contextos.redaction import RedactionPolicy
 from contextos.services.firewall import Firewall, secret_reason
 from contextos.services.governance import TrustGate, firewall_label
+from contextos.settings import Settings
 from contextos.store.contradictions import close_superseded, link
 from contextos.store.governance import GovernanceStore
 from contextos.store.management import ManagementStore

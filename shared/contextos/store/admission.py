@@ -16,6 +16,7 @@ from uuid import UUID
 import numpy as np
 from contextos.config import DecaySettings, MergeSettings
 from contextos.faults import crash_point
+from contextos.gate_port import ContradictionGatePort
 from contextos.governance_models import HeldCandidate
 from contextos.judgements import GateOutcome, JudgementCache
 from contextos.lsh import sketch
@@ -28,7 +29,6 @@ from contextos.merge_plan import (
     store_result,
 )
 from contextos.models import MemoryCandidate, Provenance, StoreResult
-from contextos.ports import ContradictionGatePort
 from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.admission_writes import AdmissionWrites, admission_audit

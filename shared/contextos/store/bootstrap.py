@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextos.config import get_settings
+from contextos.current_settings import get_settings
 from contextos.store.db import embedder_id_for, resolve_database_url
 from contextos.store.dialect import get_dialect
 from contextos.store.migrate import migrate

@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 from urllib.parse import quote
 
 import psycopg
-from contextos.config import Settings
+from contextos.settings import Settings
 from contextos.store.dialect import Dialect, get_dialect
 from contextos.store.embedded import embedded_database_url
 from pgvector.psycopg import register_vector

@@ -13,6 +13,7 @@ from typing import Literal
 
 DialectName = Literal["postgres", "cockroach"]
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+DEFINITIONS_DIR = Path(__file__).with_name("definitions")
 _SECTION = re.compile(r"-- dialect: (postgres|cockroach|end)")
 
 
@@ -128,8 +129,8 @@ class Dialect:
                 return None
 
     def ranks_in_sql(self) -> bool:
-        """Whether text search ranks in SQL: the phrase and BM25 functions (migrations 0015 and
-        0016) and a scope's own BM25 over tsvector positions; CockroachDB has neither, so the store
+        """Whether text search ranks in SQL: the phrase and BM25 functions (migration 0015 and
+        store/definitions/) and a scope's own BM25 over tsvector positions; CockroachDB has neither, so the store
         ranks there by inline phrase queries."""
         match self.name:
             case "postgres":
@@ -180,9 +181,27 @@ class Dialect:
     def render_migrations(self, embedding_dim: int) -> list[tuple[int, str, str]]:
         """The SQL text of every migration for this dialect, placeholders filled."""
         return [
-            (version, name, self.migration_sql(path.read_text()).replace("{{embedding_dim}}", str(int(embedding_dim))))
+            (version, name, _fill(self.migration_sql(path.read_text()), embedding_dim))
             for version, name, path in self.migration_files()
         ]
+
+    def render_definitions(self, embedding_dim: int, directory: Path = DEFINITIONS_DIR) -> list[tuple[str, str]]:
+        """(name, SQL) of every repeatable definition this dialect has: one ``<name>.sql`` file per
+        function or view, sectioned like a migration; a file with no statement for this dialect
+        (only comments) is not one of its definitions."""
+        rendered = (
+            (path.stem, _fill(self.migration_sql(path.read_text()), embedding_dim))
+            for path in sorted(directory.glob("*.sql"))
+        )
+        return [(name, sql) for name, sql in rendered if _has_statement(sql)]
+
+
+def _fill(sql: str, embedding_dim: int) -> str:
+    return sql.replace("{{embedding_dim}}", str(int(embedding_dim)))
+
+
+def _has_statement(sql: str) -> bool:
+    return any(line.strip() and not line.lstrip().startswith("--") for line in sql.splitlines())
 
 
 def get_dialect(name: DialectName) -> Dialect:

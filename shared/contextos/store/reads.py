@@ -151,9 +151,10 @@ class ReadStore:
         params: BM25Params,
         with_cold: bool = False,
     ) -> list[TextHit]:
-        """S6.2's text search as BM25 over the tenant's statistics (migration 0016): the whole query
-        plus ``extra`` terms (synonyms, carried phrases) at a lower weight; rows ``(id, score,
-        matched, cold)``, hot memories first, then cold stubs when ``with_cold``."""
+        """S6.2's text search as BM25 over the tenant's statistics
+        (store/definitions/contextos_bm25_rank.sql): the whole query plus ``extra`` terms (synonyms,
+        carried phrases) at a lower weight; rows ``(id, score, matched, cold)``, hot memories first,
+        then cold stubs when ``with_cold``."""
         if self.db.dialect.ranks_in_sql():
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold)
             return rows_of(TextHit, self.db.tenant_read(tenant_id, call))

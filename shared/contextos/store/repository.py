@@ -6,7 +6,7 @@ wires each aggregate (``documents``, ``admission``, ``reads``, ``tenants``) on i
 from __future__ import annotations
 
 from contextos.config import DecaySettings, MergeSettings
-from contextos.ports import ContradictionGatePort
+from contextos.gate_port import ContradictionGatePort
 from contextos.store.admission import AdmissionStore
 from contextos.store.db import Database
 from contextos.store.documents import DOCUMENT_COLUMNS, DocumentStore

@@ -12,10 +12,10 @@ statement all results come through), whatever the searches returned. Recall seco
   the scope is, filters the rows it returns, and falls back to the exact scan when that comes up
   short (pgvector 0.6 filters after the index scan: docs/design.md Appendix A);
 - text: the tenant's BM25 function with the scope applied while it gathers, in a statement planned
-  for that scope (migration 0032): every match of a small scope scored, a large one gathered by
-  levels within it; the tenant's statistics either way, so a scope's ranking is the tenant's
-  ranking of its memories. A metadata filter (not known to the function) asks the tenant's ranking
-  for more rows, then filters them to the scope.
+  for that scope (store/definitions/contextos_bm25_rank.sql): every match of a small scope scored, a
+  large one gathered by levels within it; the tenant's statistics either way, so a scope's ranking
+  is the tenant's ranking of its memories. A metadata filter (not known to the function) asks the
+  tenant's ranking for more rows, then filters them to the scope.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ class ScopedReads:
         db = self.store.db
         if db.dialect.ranks_in_sql() and not self.scope.metadata:
             # the tenant's ranking of the scope's own matches, gathered within it (exact for a
-            # small scope: migration 0032)
+            # small scope: store/definitions/contextos_bm25_rank.sql)
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold, scope=self.scope)
             return rows_of(TextHit, db.tenant_read(tenant_id, call))
         hits = self.store.text_rank(

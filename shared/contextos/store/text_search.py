@@ -120,10 +120,10 @@ def bm25_call(
     with_cold: bool = False,
     scope: ScopeFilter | None = None,
 ) -> tuple[str, list]:
-    """The PostgreSQL BM25 call (migration 0027): rows ``(id, score, matched, cold)``, best first
-    (hot memories, then the cold stubs when ``with_cold``). ``cap`` None ranks every match (exact).
-    ``scope`` (its user, agent, run and tags; metadata is the caller's to check) is applied while
-    the matches are gathered."""
+    """The PostgreSQL BM25 call (store/definitions/contextos_bm25_rank.sql): rows ``(id, score,
+    matched, cold)``, best first (hot memories, then the cold stubs when ``with_cold``). ``cap``
+    None ranks every match (exact). ``scope`` (its user, agent, run and tags; metadata is the
+    caller's to check) is applied while the matches are gathered."""
     return (
         "SELECT * FROM contextos_bm25_rank(%s::text, %s::text[], %s::real, %s::int, %s::int, %s::real, %s::real,"
         " %s::int, %s::timestamptz, %s::boolean, %s::text, %s::text, %s::text, %s::text[])",

@@ -162,42 +162,6 @@ END
 $$;
 ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update;
 
--- Text search as of a past time (S7 as_of): the 0008 function's plan with the belief predicate
--- instead of "active", for the same reason 0008 exists (the GIN index is usable only here).
-CREATE OR REPLACE FUNCTION contextos_text_search_as_of(
-    phrase text, any_terms text, k integer, cap integer, as_of timestamptz
-)
-RETURNS TABLE (id uuid, rank real, label_match boolean)
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $fn$
-    WITH q AS (
-        SELECT websearch_to_tsquery('english', phrase) AS phrase_q,
-               COALESCE(to_tsquery('english', any_terms), ''::tsquery) AS any_q,
-               lower(phrase) AS lower_phrase,
-               NULLIF(current_setting('app.tenant_id', true), '') AS tenant
-    ),
-    hits AS MATERIALIZED (
-        (SELECT m.id FROM memories m, q
-         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state <> 'archived'
-           AND m.recorded_at <= as_of AND (m.superseded_at IS NULL OR m.superseded_at > as_of)
-           AND m.search_tsv @@ q.phrase_q
-         LIMIT cap)
-        UNION
-        (SELECT m.id FROM memories m, q
-         WHERE m.tenant_id = q.tenant AND m.tier = 'hot' AND m.state <> 'archived'
-           AND m.recorded_at <= as_of AND (m.superseded_at IS NULL OR m.superseded_at > as_of)
-           AND m.search_tsv @@ q.any_q
-         LIMIT cap)
-    )
-    SELECT m.id,
-           (2.0 * ts_rank_cd(m.search_tsv, q.phrase_q) + ts_rank(m.search_tsv, q.any_q))::real,
-           (position(q.lower_phrase IN lower(m.label)) > 0 OR position(q.lower_phrase IN lower(m.definition)) > 0)
-    FROM hits h JOIN memories m ON m.id = h.id, q
-    WHERE m.tenant_id = q.tenant
-    ORDER BY 3 DESC, 2 DESC
-    LIMIT k
-$fn$;
-REVOKE ALL ON FUNCTION contextos_text_search_as_of(text, text, integer, integer, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION contextos_text_search_as_of(text, text, integer, integer, timestamptz) TO contextos_app;
+-- contextos_text_search_as_of, the 0008 function's plan with the belief predicate instead of
+-- "active", was defined here; 0015's contextos_text_search_phrases replaced it and dropped it.
 -- dialect: end

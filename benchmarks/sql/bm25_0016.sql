@@ -1,0 +1,180 @@
+-- Migration 0016's BM25 (dropped in 0051): the A/B baseline of benchmarks/retrieval.py and of the
+-- ranking tests (tests/integration/test_bm25_gathering.py); never installed by the migrations.
+CREATE OR REPLACE FUNCTION contextos_text_search_bm25(
+    query text, extra text[], extra_weight real, k integer, cap integer, k1 real, b real,
+    df_live_max integer, as_of timestamptz DEFAULT NULL, with_cold boolean DEFAULT false
+)
+RETURNS TABLE (id uuid, score real, matched integer, cold boolean)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $fn$
+DECLARE
+    tenant text := NULLIF(current_setting('app.tenant_id', true), '');
+    n_docs double precision;
+    avglen double precision;
+    lex text[];
+    wt real[];
+    idf double precision[];
+    gather text[];
+    qlex text[];
+    qw real[];
+    missing text[];
+    live_lex text[];
+    live_n double precision[];
+    gdf double precision[];
+    cand uuid[] := '{}';
+    level_q text;
+    got uuid[];
+    counted boolean;
+BEGIN
+    IF tenant IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT s.docs, s.avg_length INTO n_docs, avglen FROM text_tenant_stats s WHERE s.tenant_id = tenant;
+    counted := FOUND;
+    IF NOT counted THEN
+        SELECT t.hot_memories INTO n_docs FROM tenants t WHERE t.tenant_id = tenant;
+        SELECT avg(length(s.search_tsv)) INTO avglen FROM (
+            SELECT m.search_tsv FROM memories m
+            WHERE m.tenant_id = tenant AND m.state = 'active' AND m.tier = 'hot' LIMIT 2000
+        ) s;
+    END IF;
+    n_docs := greatest(coalesce(n_docs, 1), 1);
+    avglen := greatest(coalesce(avglen, 1), 1);
+
+    -- The query's lexemes, each with its weight (a synonym's lower one unless the query holds it).
+    SELECT array_agg(v.lexeme ORDER BY v.lexeme), array_agg(v.w ORDER BY v.lexeme) INTO qlex, qw FROM (
+        SELECT v.lexeme, max(t.w)::real AS w
+        FROM (SELECT query AS term, 1.0::real AS w
+              UNION ALL SELECT e, extra_weight FROM unnest(coalesce(extra, '{}'::text[])) e) t
+        CROSS JOIN LATERAL unnest(to_tsvector('english', t.term)) v
+        GROUP BY v.lexeme
+    ) v;
+    IF qlex IS NULL THEN
+        RETURN;
+    END IF;
+    -- Their document frequencies: the scan's count, else counted live in one pass over at most
+    -- ``df_live_max`` memories holding any of the uncounted ones.
+    missing := ARRAY(
+        SELECT x FROM unnest(qlex) x
+        WHERE NOT EXISTS (SELECT 1 FROM text_lexeme_stats s WHERE s.tenant_id = tenant AND s.lexeme = x));
+    IF cardinality(missing) > 0 THEN
+        SELECT array_agg(c.lexeme), array_agg(c.n) INTO live_lex, live_n FROM (
+            SELECT u.lexeme, count(*)::double precision AS n
+            FROM (
+                SELECT m.search_tsv FROM memories m
+                WHERE m.tenant_id = tenant AND m.state = 'active' AND m.tier = 'hot'
+                  AND m.search_tsv @@ array_to_string(
+                        ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(missing) x), ' | ')::tsquery
+                LIMIT df_live_max
+            ) m
+            CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'A', missing), '{a}')) u
+            GROUP BY u.lexeme
+        ) c;
+    END IF;
+    SELECT array_agg(q.lexeme ORDER BY q.df, q.lexeme), array_agg(q.w ORDER BY q.df, q.lexeme),
+           array_agg(ln(1 + (n_docs - least(q.df, n_docs) + 0.5) / (least(q.df, n_docs) + 0.5)) ORDER BY q.df, q.lexeme),
+           array_agg(q.lexeme ORDER BY q.df, q.lexeme) FILTER (WHERE NOT q.common AND q.df > 0),
+           array_agg(q.df ORDER BY q.df, q.lexeme) FILTER (WHERE NOT q.common AND q.df > 0)
+      INTO lex, wt, idf, gather, gdf
+    FROM (
+        SELECT l.lexeme, l.w,
+               coalesce(
+                   (SELECT s.docs FROM text_lexeme_stats s WHERE s.tenant_id = tenant AND s.lexeme = l.lexeme),
+                   (SELECT d.n FROM unnest(live_lex, live_n) d(lexeme, n) WHERE d.lexeme = l.lexeme), 0
+               )::double precision AS df,
+               (cap IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM text_common_lexemes c WHERE c.tenant_id = tenant AND c.lexeme = l.lexeme)) AS common
+        FROM unnest(qlex, qw) l(lexeme, w)
+    ) q;  -- (a lexeme no hot memory holds gathers nothing, but a cold stub may hold it)
+    IF lex IS NULL THEN
+        RETURN;
+    END IF;
+    IF gather IS NULL THEN  -- only common words: the rarest of them gathers
+        gather := lex[1:1];
+        gdf := ARRAY[1e9];
+    END IF;
+    gather := gather[1:6];  -- the rarest six lexemes gather (at most 20 combinations a level); every lexeme scores
+
+    -- When the tenant is small or the gathering lexemes' postings are short, every match is
+    -- scored: exact, and cheaper than gathering by levels.
+    IF cap IS NOT NULL AND (n_docs <= 4 * cap OR (SELECT sum(d) FROM unnest(gdf[1:cardinality(gather)]) d) <= 4 * cap) THEN
+        cap := NULL;
+    END IF;
+    IF cap IS NULL THEN
+        cand := ARRAY(
+            SELECT m.id FROM memories m
+            WHERE m.tenant_id = tenant
+              AND m.search_tsv @@ array_to_string(ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(lex) x), ' | ')::tsquery
+              AND CASE WHEN as_of IS NULL THEN m.state = 'active' AND m.tier = 'hot'
+                       ELSE m.tier = 'hot' AND m.state <> 'archived' AND m.recorded_at <= as_of
+                            AND (m.superseded_at IS NULL OR m.superseded_at > as_of) END);
+    ELSE
+        FOR need IN REVERSE coalesce(cardinality(gather), 0) .. 1 LOOP
+            -- memories holding at least ``need`` of the gathering lexemes: any ``need`` of them, ANDed
+            WITH RECURSIVE combo(last, conj, size) AS (
+                SELECT g.n, contextos_lexeme_literal(g.x), 1 FROM unnest(gather) WITH ORDINALITY g(x, n)
+                UNION ALL
+                SELECT g.n, c.conj || ' & ' || contextos_lexeme_literal(g.x), c.size + 1
+                FROM combo c JOIN unnest(gather) WITH ORDINALITY g(x, n) ON g.n > c.last
+                WHERE c.size < need
+            )
+            SELECT string_agg('(' || c.conj || ')', ' | ') INTO level_q FROM combo c WHERE c.size = need;
+            -- (this level's matches include the previous level's, which are all kept: no exclusion
+            -- list to check per row, at the cost of a few duplicates)
+            got := ARRAY(
+                SELECT m.id FROM memories m
+                WHERE m.tenant_id = tenant AND m.search_tsv @@ level_q::tsquery
+                  AND CASE WHEN as_of IS NULL THEN m.state = 'active' AND m.tier = 'hot'
+                           ELSE m.tier = 'hot' AND m.state <> 'archived' AND m.recorded_at <= as_of
+                                AND (m.superseded_at IS NULL OR m.superseded_at > as_of) END
+                LIMIT cap);
+            IF cardinality(got) >= cap THEN
+                cand := ARRAY(SELECT DISTINCT x FROM unnest(cand || got) x);
+                EXIT;
+            END IF;
+            cand := got;
+        END LOOP;
+    END IF;
+
+    RETURN QUERY
+        SELECT m.id,
+               sum(t.w * t.idf * tf.n / (tf.n + k1 * (1 - b + b * length(m.search_tsv) / avglen)))::real,
+               count(*)::integer, false
+        FROM memories m
+        CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'A', lex), '{a}')) u
+        JOIN unnest(lex, wt, idf) t(lexeme, w, idf) ON t.lexeme = u.lexeme
+        CROSS JOIN LATERAL (SELECT coalesce(cardinality(u.positions), 1)::double precision AS n) tf
+        WHERE m.tenant_id = tenant AND m.id = ANY (cand)
+        GROUP BY m.id
+        ORDER BY 2 DESC, 1
+        LIMIT k;
+
+    IF with_cold AND as_of IS NULL THEN
+        -- cold stubs by their kept lexical form, scored with the same statistics
+        RETURN QUERY
+            SELECT m.id,
+                   sum(t.w * t.idf * tf.n / (tf.n + k1 * (1 - b + b * length(m.stub_tsv) / avglen)))::real,
+                   count(*)::integer, true
+            FROM (
+                SELECT m0.id FROM memories m0
+                WHERE m0.tenant_id = tenant AND m0.tier = 'cold' AND m0.superseded_by IS NULL
+                  AND m0.cold_object_key IS NOT NULL
+                  AND m0.stub_tsv @@ array_to_string(
+                        ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(lex) x), ' | ')::tsquery
+                LIMIT coalesce(cap, 1000000)
+            ) c
+            JOIN memories m ON m.tenant_id = tenant AND m.id = c.id
+            CROSS JOIN LATERAL unnest(ts_filter(setweight(m.stub_tsv, 'A', lex), '{a}')) u
+            JOIN unnest(lex, wt, idf) t(lexeme, w, idf) ON t.lexeme = u.lexeme
+            CROSS JOIN LATERAL (SELECT coalesce(cardinality(u.positions), 1)::double precision AS n) tf
+            GROUP BY m.id
+            ORDER BY 2 DESC, 1
+            LIMIT k;
+    END IF;
+END
+$fn$;
+REVOKE ALL ON FUNCTION contextos_text_search_bm25(text, text[], real, integer, integer, real, real, integer, timestamptz, boolean)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION contextos_text_search_bm25(text, text[], real, integer, integer, real, real, integer, timestamptz, boolean)
+    TO contextos_app;

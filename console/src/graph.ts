@@ -2,9 +2,12 @@ import Graph from "graphology";
 import forceAtlas2 from "graphology-layout-forceatlas2";
 import FA2Layout from "graphology-layout-forceatlas2/worker";
 import Sigma from "sigma";
+import type { NodeLabelDrawingFunction } from "sigma/rendering";
 import { api } from "./api";
 import { button, h } from "./dom";
 import { attachKeyboard } from "./keyboard";
+import { communitiesForLayout, groupedPositions } from "./layout";
+import { CameraMoves, CPU_PROGRAMS, type Shown } from "./render";
 import { BAND_COLOURS, BANDS, type GraphEdge, type GraphNode, type MemoryGraph } from "./types";
 
 const PAGE = 1000; // the API's largest graph page
@@ -17,10 +20,11 @@ const EDGE_COLOURS: Record<string, string> = {
 };
 const SPARE_EDGE_COLOURS = ["#334155", "#0369a1", "#a16207", "#9d174d"];
 // Eight distinguishable community colours; past eight the smaller communities share "other".
-const COMMUNITY_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#0e7490"];
+const COMMUNITY_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#ca8a04"];
 const OTHER = "#9ca3af";
 const TYPE_COLOURS = ["#1d4ed8", "#15803d", "#b45309", "#7c3aed", "#be185d", "#0f766e", "#b91c1c", "#0e7490", "#4d7c0f", "#a21caf", "#c2410c", "#475569"];
 const LAYOUT_MS = 4000; // ForceAtlas2 runs this long in its worker, then the layout holds still
+const LAYOUT_PUBLISH_MS = 1000; // how often the drawn graph takes the worker's positions (a full redraw each)
 
 type ColourMode = "band" | "type" | "community";
 
@@ -33,10 +37,12 @@ declare global {
     contextosLayoutRunning?: boolean;
     contextosGraphEdgesApi?: number;
     contextosMarks?: Record<string, number>; // ms from navigation at each first-paint stage (benchmarks read them)
+    contextosShown?: Shown; // the camera on screen and whether it was drawn or moved there
   }
 }
 
 let renderer: Sigma | null = null;
+let moves: CameraMoves | null = null;
 let layout: FA2Layout | null = null;
 
 // Leaving the graph: stop the worker and free the WebGL contexts (a killed renderer never redraws
@@ -44,6 +50,8 @@ let layout: FA2Layout | null = null;
 export function disposeGraph(): void {
   layout?.kill();
   layout = null;
+  moves?.dispose();
+  moves = null;
   renderer?.kill();
   renderer = null;
   window.contextosRenderer = undefined;
@@ -56,12 +64,42 @@ function swatch(colour: string): HTMLElement {
   return el;
 }
 
+// Nodes shrink as the graph grows, so thousands of them leave room for their edges.
+function nodeSize(importance: number, count: number): number {
+  return (2 + importance * 0.6) * Math.min(1, Math.max(0.4, Math.sqrt(1000 / Math.max(count, 1))));
+}
+
+// Sigma's label grid keeps one label per cell, but a long label still runs into its neighbour's:
+// a label that would overlap one already drawn in this frame is left out. A white halo keeps the
+// text readable over nodes and edges.
+function labelsThatDoNotOverlap(): { draw: NodeLabelDrawingFunction; reset: () => void } {
+  let placed: [number, number, number, number][] = [];
+  return {
+    reset: () => (placed = []),
+    draw: (context, data, settings) => {
+      if (!data.label) return;
+      const size = settings.labelSize;
+      context.font = `${settings.labelWeight} ${size}px ${settings.labelFont}`;
+      const left = data.x + data.size + 1;
+      const box: [number, number, number, number] = [left, data.y - size * 0.75, left + context.measureText(data.label).width + 4, data.y + size * 0.6];
+      if (placed.some(([x0, y0, x1, y1]) => box[0] < x1 && x0 < box[2] && box[1] < y1 && y0 < box[3])) return;
+      placed.push(box);
+      context.lineWidth = 3;
+      context.lineJoin = "round";
+      context.strokeStyle = "#fff";
+      context.strokeText(data.label, left + 2, data.y + size / 3);
+      context.fillStyle = "#111";
+      context.fillText(data.label, left + 2, data.y + size / 3);
+    },
+  };
+}
+
 function edgeColour(type: string, known: string[]): string {
   return EDGE_COLOURS[type] ?? SPARE_EDGE_COLOURS[known.indexOf(type) % SPARE_EDGE_COLOURS.length];
 }
 
-// A cheap first placement (communities, else types, on a ring; golden-angle spiral inside each)
-// so the first frame is already grouped; ForceAtlas2 then refines it in its worker.
+// A cheap first placement (the API's communities, else types, on a ring; golden-angle spiral
+// inside each) for the first frame; after it the layout is seeded by community (layout.ts).
 function seedPosition(node: GraphNode, groups: Map<string, number>, counts: Map<string, number>, total: number): [number, number] {
   const key = node.community === null || node.community === undefined ? `t:${node.type}` : `c:${node.community}`;
   if (!groups.has(key)) groups.set(key, groups.size);
@@ -81,10 +119,10 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   const started = performance.now();
   const params = new URLSearchParams(location.hash.split("?")[1] ?? "");
   const want = Math.max(PAGE, Number(params.get("nodes") ?? PAGE) || PAGE);
-  // `render=lean`: straight edges without arrow heads, no z-ordering, fewer labels (measured by
-  // benchmarks/console_graph.py against the default on the CPU renderer)
-  const lean = params.get("render") === "lean";
-  const edgeProgram = lean ? "line" : "arrow";
+  // Variants the benchmark measures beside the default (benchmarks/console_graph.py):
+  // `render=full` redraws everything on each camera change; `render=sigma` also uses sigma's own
+  // instanced programs (circles, arrows), as the console did before.
+  const variant = params.get("render") ?? "";
   const select = (id: string, label: string, options: [string, string][]) =>
     h("select", { id, "aria-label": label }, ...options.map(([value, text]) => h("option", { value }, text))) as HTMLSelectElement;
   const colourBy = select("colour-by", "Colour by", [["band", "band"], ["type", "type"], ["community", "community"]]);
@@ -172,7 +210,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       if (nodes.has(node.id)) continue;
       nodes.set(node.id, node);
       const [x, y] = seedPosition(node, groups, counts, total);
-      graph.addNode(node.id, { x, y, label: node.label, size: 3 + node.importance * 0.8, band: node.band, memoryType: node.type, community: node.community });
+      graph.addNode(node.id, { x, y, label: node.label, size: 0, importance: node.importance, band: node.band, memoryType: node.type, community: node.community });
     }
     if (!hops) loaded += page.nodes.length;
     for (const edge of page.edges as GraphEdge[]) {
@@ -180,8 +218,10 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       if (graph.hasEdge(key) || !graph.hasNode(edge.src) || !graph.hasNode(edge.dst)) continue;
       if (!hops) apiEdges += 1;
       if (!edgeTypes.includes(edge.type)) edgeTypes.push(edge.type);
-      graph.addEdgeWithKey(key, edge.src, edge.dst, { type: edgeProgram, edgeType: edge.type, weight: edge.weight, color: edgeColour(edge.type, edgeTypes), size: 0.5 + edge.weight });
+      graph.addEdgeWithKey(key, edge.src, edge.dst, { type: "arrow", edgeType: edge.type, weight: edge.weight, color: edgeColour(edge.type, edgeTypes), size: 0.5 + edge.weight });
     }
+    // no hint: sigma then reindexes, which the nodes just added need
+    graph.updateEachNodeAttributes((_, a) => ({ ...a, size: nodeSize(a.importance, graph.order) }));
   };
 
   const recolour = () => {
@@ -228,18 +268,39 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     if (truncated) more.append(button(`Load ${PAGE} more`, () => loadMore(), { id: "graph-load-more" }));
   };
 
+  // ForceAtlas2 moves a copy of the graph in its worker; the drawn graph takes its positions once
+  // a second and at the end, so the renderer redraws a few times instead of on every iteration.
+  let layoutGraph: Graph | null = null;
+  const publishLayout = () => {
+    const from = layoutGraph;
+    if (!from) return;
+    graph.updateEachNodeAttributes((id, a) => (from.hasNode(id) ? { ...a, x: from.getNodeAttribute(id, "x"), y: from.getNodeAttribute(id, "y") } : a), { attributes: ["x", "y"] });
+  };
+  const stopLayout = () => {
+    if (!layout) return;
+    layout.kill();
+    layout = null;
+    publishLayout();
+    layoutGraph = null;
+    window.contextosLayoutRunning = false;
+    canvas.dataset.layout = "done";
+  };
+  // Seed by community (Louvain here when the API has none yet), then refine with ForceAtlas2.
   const runLayout = () => {
     layout?.kill();
     if (graph.order < 2) return;
-    layout = new FA2Layout(graph, { settings: { ...forceAtlas2.inferSettings(graph), barnesHutOptimize: graph.order > 500, slowDown: 5 } });
-    layout.start();
+    const seed = groupedPositions(communitiesForLayout(graph));
+    graph.updateEachNodeAttributes((id, a) => ({ ...a, x: seed.get(id)![0], y: seed.get(id)![1] }), { attributes: ["x", "y"] });
+    layoutGraph = graph.copy();
+    const mine = new FA2Layout(layoutGraph, { settings: { ...forceAtlas2.inferSettings(graph), barnesHutOptimize: graph.order > 500, slowDown: 5 } });
+    layout = mine;
+    mine.start();
     window.contextosLayoutRunning = true;
-    const mine = layout;
-    setTimeout(() => {
-      if (layout !== mine) return;
-      mine.stop();
-      window.contextosLayoutRunning = false;
-      canvas.dataset.layout = "done";
+    delete canvas.dataset.layout;
+    const tick = window.setInterval(() => (layout === mine ? publishLayout() : window.clearInterval(tick)), LAYOUT_PUBLISH_MS);
+    window.setTimeout(() => {
+      window.clearInterval(tick);
+      if (layout === mine) stopLayout();
     }, LAYOUT_MS);
   };
 
@@ -259,14 +320,17 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   marks.built = performance.now();
 
   disposeGraph();
+  const labels = labelsThatDoNotOverlap();
   renderer = new Sigma(graph, canvas, {
+    ...(variant === "sigma" ? {} : CPU_PROGRAMS),
     renderEdgeLabels: false,
-    labelRenderedSizeThreshold: lean ? 14 : 7,
-    labelDensity: 0.4,
-    labelGridCellSize: 180,
-    defaultEdgeType: edgeProgram,
+    labelRenderedSizeThreshold: 5,
+    labelDensity: 0.5,
+    labelGridCellSize: 160,
+    defaultDrawNodeLabel: labels.draw,
+    defaultEdgeType: "arrow",
     hideEdgesOnMove: false,
-    zIndex: !lean,
+    zIndex: true,
     nodeReducer: (id, attrs) => {
       const node = nodes.get(id)!;
       const hidden =
@@ -283,19 +347,26 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       return attrs;
     },
   });
-  marks.renderer = performance.now();
+  marks.renderer = performance.now(); // sigma drew the first frame in its constructor
+  moves = new CameraMoves(renderer);
+  moves.enabled = variant === "";
+  moves.onShown = (shown) => (window.contextosShown = shown);
+  renderer.on("beforeRender", labels.reset);
   window.contextosRenderer = renderer;
   window.contextosGraph = graph;
-  // The next animation frame after sigma's first render is when the pixels are on screen.
-  renderer.once("afterRender", () =>
+  // The frame with those pixels is committed before the second animation frame from now begins
+  // (the commit reads the WebGL canvases back, waiting for the GPU process).
+  const painted = renderer;
+  requestAnimationFrame(() =>
     requestAnimationFrame(() => {
+      if (renderer !== painted) return; // the reader left the graph meanwhile
       window.contextosFirstPaintMs = performance.now() - started;
       window.contextosFirstPaintAt = performance.now(); // from navigation: the page's time origin
       canvas.dataset.painted = "true";
+      runLayout(); // after the first frame, which it would otherwise delay
     }),
   );
-  renderer.refresh();
-  runLayout();
+  window.contextosLayoutRunning = true;
   showStatus();
 
   const loadMore = async () => {
@@ -335,11 +406,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   };
   const centre = (id: string) => {
     // the reader asked for this memory: hold the layout still so it stays where the camera goes
-    if (layout?.isRunning()) {
-      layout.stop();
-      window.contextosLayoutRunning = false;
-      canvas.dataset.layout = "done";
-    }
+    stopLayout();
     if (!renderer) return;
     const r = renderer;
     // Sigma frames positions against the graph's extent as of its last render; the layout may have

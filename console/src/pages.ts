@@ -350,7 +350,7 @@ export async function healthView(view: HTMLElement, rerender: Rerender): Promise
         { id: "governance-table" },
       ),
     ),
-    h("h3", {}, `Decay candidates${shown(gov.decay_candidates.items.length)}`),
+    h("h3", {}, `Decay candidates${shown(gov.decay_candidates.total)}`),
     scroll(
       table(
         ["memory", "type", "strength", "last access", "action"],
@@ -358,7 +358,7 @@ export async function healthView(view: HTMLElement, rerender: Rerender): Promise
         { id: "decay-candidates" },
       ),
     ),
-    h("h3", {}, `Conflict candidates${shown(gov.conflict_candidates.items.length)}`),
+    h("h3", {}, `Conflict candidates${shown(gov.conflict_candidates.total)}`),
     scroll(
       table(
         ["memory A", "memory B", "found by", "reason", "action"],
@@ -372,7 +372,7 @@ export async function healthView(view: HTMLElement, rerender: Rerender): Promise
         { id: "conflict-candidates" },
       ),
     ),
-    h("h3", {}, `Consolidation candidates${shown(gov.consolidation.items.length)}`),
+    h("h3", {}, `Consolidation candidates${shown(gov.consolidation.total)}`),
     scroll(
       table(
         ["keep", "members", "similarity", "action"],

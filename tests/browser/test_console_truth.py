@@ -76,6 +76,8 @@ def truth(stack):
         assert http(t, "POST", "/v1/sessions/truth-session/messages", {"role": role, "content": content})[0] == 201
     http(t, "POST", "/v1/sessions/truth-session/end")
     wait_flushed(t, "truth-session")
+    # governance computes the communities on its first request, so the graph has them to colour by
+    assert http(t, "GET", "/v1/governance", timeout=300)[0] == 200
     t.held_document = held["id"]
     return t
 

@@ -67,42 +67,43 @@ class GraphReads:
         with an end on this page whose other end is on it or an earlier one: paging through every
         page returns each edge among the loaded memories exactly once."""
         strength = current_strength("m")
-        params = {"tenant": tenant_id, "limit": limit + 1, "offset": offset} | scope_params(scope)
-        live = f"""m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
-                   AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}"""
-        order = "m.importance DESC, m.access_count DESC, m.id"
+        params = {"tenant": tenant_id, "offset": offset, "upto": offset + limit} | scope_params(scope)
+        # The ranks up to this page (and one more, to tell whether another page follows); strength
+        # and band are computed for this page's rows only.
+        ranked = f"""ranked AS (
+                SELECT m.id, row_number() OVER (ORDER BY m.importance DESC, m.access_count DESC, m.id) AS rank
+                FROM memories m
+                WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
+                  AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}
+                ORDER BY m.importance DESC, m.access_count DESC, m.id
+                LIMIT %(upto)s + 1
+            )"""
         with self.db.tenant_tx(tenant_id) as conn:
             nodes = conn.execute(
-                f"""SELECT m.id, m.label, m.type, m.importance, 0 AS hops, {strength} AS strength,
+                f"""WITH {ranked}
+                    SELECT m.id, m.label, m.type, m.importance, 0 AS hops, {strength} AS strength,
                            {band_case(strength, self.decay)} AS band, c.community
-                    FROM memories m
+                    FROM ranked k
+                    JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = k.id
                     LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                    WHERE {live}
-                    ORDER BY {order}
-                    LIMIT %(limit)s OFFSET %(offset)s""",
+                    WHERE k.rank > %(offset)s
+                    ORDER BY k.rank""",
                 params,
             ).fetchall()
             truncated = len(nodes) > limit
             nodes = nodes[:limit]
-            ids = [n["id"] for n in nodes]
-            if offset == 0 or not ids:
-                edges = self._edges_among(conn, tenant_id, ids)
-            else:
-                edges = rows_of(
-                    GraphEdgeRow,
-                    conn.execute(
-                        f"""WITH loaded AS (
-                                SELECT m.id FROM memories m WHERE {live} ORDER BY {order} LIMIT %(upto)s
-                            )
-                            SELECT r.src_id, r.dst_id, r.type, r.weight FROM relationships r
-                            WHERE r.tenant_id = %(tenant)s
-                              AND ((r.src_id = ANY(%(ids)s) AND r.dst_id IN (SELECT id FROM loaded))
-                                OR (r.dst_id = ANY(%(ids)s) AND r.src_id IN (SELECT id FROM loaded)))
-                            ORDER BY r.weight DESC, r.src_id, r.dst_id""",
-                        params | {"ids": ids, "upto": offset + len(ids)},
-                    ).fetchall(),
-                )
-        return rows_of(GraphNodeRow, nodes), edges, truncated
+            edges = conn.execute(
+                f"""WITH {ranked}
+                    SELECT r.src_id, r.dst_id, r.type, r.weight
+                    FROM relationships r
+                    JOIN ranked s ON s.id = r.src_id
+                    JOIN ranked d ON d.id = r.dst_id
+                    WHERE r.tenant_id = %(tenant)s
+                      AND GREATEST(s.rank, d.rank) > %(offset)s AND GREATEST(s.rank, d.rank) <= %(upto)s
+                    ORDER BY r.weight DESC, r.src_id, r.dst_id""",
+                params,
+            ).fetchall()
+        return rows_of(GraphNodeRow, nodes), rows_of(GraphEdgeRow, edges), truncated
 
     @staticmethod
     def _edges_among(conn: Conn, tenant_id: str, ids: Sequence[UUID]) -> list[GraphEdgeRow]:

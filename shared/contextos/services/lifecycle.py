@@ -79,6 +79,7 @@ class LifecycleService:
         batch = self.settings.batch_size
         clock = _StageClock(report)
         after = None
+        changed_before = report.changed_band
         while stages is None or "materialize" in stages:
             done = self.lifecycle.materialize(tenant_id, after=after, limit=batch)
             report.materialized += done.claimed
@@ -90,7 +91,9 @@ class LifecycleService:
             if (after := done.after) is None:
                 break
         clock.lap("materialize")
-        if self.cold is not None and (stages is None or "archive" in stages):
+        # a memory the materialize step just moved into `forgotten` is archived in the same pass
+        changed_here = report.changed_band - changed_before
+        if self.cold is not None and (stages is None or "archive" in stages or changed_here):
             after_id = None
             while True:
                 archived, after_id = self.cold.archive_batch(tenant_id, after=after_id)

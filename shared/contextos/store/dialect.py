@@ -177,6 +177,15 @@ class Dialect:
             case "cockroach":
                 return False
 
+    def has_definitions(self) -> bool:
+        """Whether the engine has the store's SQL functions (store/definitions/: BM25, the lifecycle's
+        work list); CockroachDB has none, and its callers do the work in plainer SQL."""
+        match self.name:
+            case "postgres":
+                return True
+            case "cockroach":
+                return False
+
     def vectors_carry_scope(self) -> bool:
         """Whether memory_vectors holds a copy of each memory's user, agent, run and tags (migration
         0023, kept by triggers); CockroachDB reads them from memories."""

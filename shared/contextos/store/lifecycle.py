@@ -122,7 +122,7 @@ class LifecycleStore(ColdStore):
         ``expire``, ``settle``, ``text_statistics``), from one statement of a few index probes per
         tenant (store/definitions/contextos_lifecycle_work.sql); None where the engine has no such
         function (every stage then runs for every tenant, as each finds its own work)."""
-        if not self.db.dialect.ranks_in_sql():  # the dialect with SQL functions (CockroachDB has none)
+        if not self.db.dialect.has_definitions():
             return None
         cfg = self.settings
         with self.db.system_tx() as conn:

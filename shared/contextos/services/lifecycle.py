@@ -79,7 +79,7 @@ class LifecycleService:
         batch = self.settings.batch_size
         clock = _StageClock(report)
         after = None
-        changed_before = report.changed_band
+        forgotten_before = report.bands.get("forgotten", 0)
         while stages is None or "materialize" in stages:
             done = self.lifecycle.materialize(tenant_id, after=after, limit=batch)
             report.materialized += done.claimed
@@ -92,8 +92,8 @@ class LifecycleService:
                 break
         clock.lap("materialize")
         # a memory the materialize step just moved into `forgotten` is archived in the same pass
-        changed_here = report.changed_band - changed_before
-        if self.cold is not None and (stages is None or "archive" in stages or changed_here):
+        forgotten_here = report.bands.get("forgotten", 0) - forgotten_before
+        if self.cold is not None and (stages is None or "archive" in stages or forgotten_here):
             after_id = None
             while True:
                 archived, after_id = self.cold.archive_batch(tenant_id, after=after_id)

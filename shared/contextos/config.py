@@ -221,7 +221,7 @@ class RetrievalSettings(BaseModel):
     # BM25 text search (migration 0016): memories returned, candidates scored (the bound checked
     # against the exact ranking by benchmarks/retrieval.py), and its constants.
     bm25_k: int = 20
-    bm25_cap: int = 200
+    bm25_cap: int = 400
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     bm25_extra_weight: float = 0.5

@@ -12,7 +12,7 @@
 -- the lifecycle scan's count (text_tenant_stats, text_lexeme_stats) when it has one, otherwise
 -- they are counted live, bounded (df at most ``df_live_max`` rows, the mean over a sample).
 --
--- The bound: when the tenant holds at most 4·``cap`` memories (or at most 25·``cap``, read through
+-- The bound: when the tenant holds at most 4·``cap`` memories (or at most 12.5·``cap``, read through
 -- its btree), or the query's lexemes are held by at most 4·``cap`` in all, every match is scored (exact). Otherwise the candidates scored are
 -- gathered from the GIN index level by level, first the
 -- memories holding all of the query's searchable lexemes, then all but one (any m of n), and so on
@@ -58,8 +58,8 @@ DECLARE
     owned bigint;
     scoped boolean := scope_user IS NOT NULL OR scope_agent IS NOT NULL OR scope_run IS NOT NULL
                       OR scope_tags IS NOT NULL;
-    -- A small tenant (at most 25·cap hot memories: 5,000 at the deployed cap of 200, and 5,000 for an
-    -- exact call) reads its own rows through the tenant's btree, testing the query on each (a few
+    -- A small tenant (at most 12.5·cap hot memories: 5,000 at the deployed cap of 400, and 5,000 for
+    -- an exact call) reads its own rows through the tenant's btree, testing the query on each (a few
     -- microseconds a row), instead of the text index: the index's posting list of a word holds every
     -- tenant's rows, and a word common elsewhere cost a small tenant tens of milliseconds (S16).
     small boolean;
@@ -78,7 +78,7 @@ BEGIN
     END IF;
     n_docs := greatest(coalesce(n_docs, 1), 1);
     avglen := greatest(coalesce(avglen, 1), 1);
-    small := n_docs <= 25 * coalesce(cap, 200);
+    small := 2 * n_docs <= 25 * coalesce(cap, 400);
 
     -- The query's lexemes, each with its weight (a synonym's lower one unless the query holds it).
     SELECT array_agg(v.lexeme ORDER BY v.lexeme), array_agg(v.w ORDER BY v.lexeme) INTO qlex, qw FROM (

@@ -67,7 +67,7 @@ from benchmarks.locomo import MemoryBlobs
 from benchmarks.past_sql import PAST_SQL
 from benchmarks.real_text import pool as passage_pool
 from benchmarks.real_text import zipf_slope
-from benchmarks.report import write_report
+from benchmarks.report import REPORTS, write_report
 from benchmarks.retrieval import DIM, ServerCpu, build_index, load
 from benchmarks.scale_corpus import real_corpus, real_queries, real_vectors, size_class, zipf_sizes
 from benchmarks.warm import EXACT_TOP, pct, read_service
@@ -485,9 +485,11 @@ def main() -> None:
         sample.append(Sampled(name, size, cls, queries, vectors))
     print(f"sampled {len(sample)} tenants: {[(t.name, t.size) for t in sample]}", flush=True)
     layouts = {}
-    for layout in ("before", "after"):
+    # the text search's bound as it was deployed before (main: 200 candidates scored)
+    before_settings = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"bm25_cap": 200})})
+    for layout, layout_settings in (("before", before_settings), ("after", settings)):
         set_layout(url, layout)
-        layouts[layout] = measure_layout(url, settings, embedder, sample, warmup=args.warmup, rounds=args.rounds)
+        layouts[layout] = measure_layout(url, layout_settings, embedder, sample, warmup=args.warmup, rounds=args.rounds)
         print(f"{layout}: {json.dumps({k: v for k, v in layouts[layout].items()})}", flush=True)
     targets = [
         (cls, next(t.name for t in sample if t.cls == cls)) for cls in CLASSES if any(t.cls == cls for t in sample)
@@ -498,6 +500,12 @@ def main() -> None:
     print(f"lifecycle: {life}", flush=True)
 
     after, before = layouts["after"], layouts["before"]
+    with psycopg.connect(url, autocommit=True) as owner:
+        stored = owner.execute("SELECT count(*) FROM memories").fetchone()[0]
+        shared = owner.execute("SELECT coalesce(pg_relation_size(to_regclass(%s)), 0)", [SHARED_INDEX]).fetchone()[0]
+        size = owner.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    real_text = REPORTS / "retrieval_real_text.json"  # the one-tenant real-text run, when there is one
+    retrieval_real = json.loads(real_text.read_text()) if real_text.exists() else {}
     figures: dict = {
         "tenants": args.tenants,
         "memories": int(sum(sizes)),
@@ -526,6 +534,11 @@ def main() -> None:
         "db_cpu_ms_per_document_p50": documents["all"]["p50"],
         "db_cpu_ms_per_document_p95": documents["all"]["p95"],
         "lifecycle_s_many_tenants": life["elapsed_s"] if life else None,
+        "real_text_p95_over_raw_p95_cpu_100k": retrieval_real.get("real_text_p95_over_raw_p95_cpu_100k"),
+        "real_text_p95_ms_100k": retrieval_real.get("real_text_p95_ms_100k"),
+        "real_text_exact_share_100k": retrieval_real.get("real_text_exact_share_100k"),
+        # the database's bytes per memory, without the shared index the benchmark keeps for its before
+        "bytes_per_memory": round((size - shared) / max(stored, 1)),
         "two_workers_one_tenant_speedup": None,  # the per-key admission locks' step measures these
         "two_workers_one_tenant_vs_two_tenants": None,
         "load_average_1m": [before["load_average_1m_before_after"][0], after["load_average_1m_before_after"][1]],

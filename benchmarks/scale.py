@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 import uuid
@@ -84,16 +85,9 @@ def tenant_name(rank: int) -> str:
 def build(url: str, args: argparse.Namespace, settings: Settings, sizes: list[int], recipe_file: Path) -> dict:
     """Load every tenant, count BM25 statistics, build both layouts; what it took, also kept in the
     recipe file so a rerun reuses the database."""
-    recipe = {
-        "version": RECIPE_VERSION,
-        "tenants": args.tenants,
-        "memories": args.memories,
-        "largest_share": args.largest_share,
-    }
-    if recipe_file.exists():
-        known = json.loads(recipe_file.read_text())
-        if known.get("recipe") == recipe and known.get("complete"):
-            return known | {"reused": True}
+    recipe = _recipe(args)
+    if _complete(recipe_file, args):
+        return json.loads(recipe_file.read_text()) | {"reused": True}
     pool = passage_pool(args.pool)
     if sizes[0] > len(pool.passages):
         raise SystemExit(f"the largest tenant ({sizes[0]}) needs a pool of at least that many passages")
@@ -165,6 +159,23 @@ def build(url: str, args: argparse.Namespace, settings: Settings, sizes: list[in
     }
     recipe_file.write_text(json.dumps(built, indent=1))
     return built
+
+
+def _recipe(args: argparse.Namespace) -> dict:
+    return {
+        "version": RECIPE_VERSION,
+        "tenants": args.tenants,
+        "memories": args.memories,
+        "largest_share": args.largest_share,
+    }
+
+
+def _complete(recipe_file: Path, args: argparse.Namespace) -> bool:
+    """Whether ``recipe_file`` records a finished build of this recipe."""
+    if not recipe_file.exists():
+        return False
+    known = json.loads(recipe_file.read_text())
+    return bool(known.get("recipe") == _recipe(args) and known.get("complete"))
 
 
 # -- layouts ------------------------------------------------------------------------------------
@@ -467,9 +478,11 @@ def main() -> None:
     wall = time.perf_counter()
     settings = Settings()
     sizes = zipf_sizes(args.tenants, args.memories, largest_share=args.largest_share)
+    recipe_file = args.data_dir.with_suffix(".json")
+    if not _complete(recipe_file, args) and args.data_dir.exists():
+        shutil.rmtree(args.data_dir)  # a build that did not finish: start again from an empty database
     args.data_dir.mkdir(parents=True, exist_ok=True)
     url = embedded_database_url(args.data_dir)
-    recipe_file = args.data_dir.with_suffix(".json")
     built = build(url, args, settings, sizes, recipe_file)
     print(f"database: {json.dumps({k: v for k, v in built.items() if k != 'tenant_index_build_s'})}", flush=True)
     if args.build_only:

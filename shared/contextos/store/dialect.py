@@ -158,12 +158,14 @@ class Dialect:
                 return f"{band}.tenant_id = %(tenant)s"
 
     def migration_lock_sql(self) -> tuple[str, str] | None:
-        """(lock, unlock) statements that hold one migrator at a time per database, each taking the
-        lock key; None where the engine has no session lock (CockroachDB's schema changes are
-        transactional and ``IF NOT EXISTS`` keeps a concurrent rerun harmless)."""
+        """(try-lock, unlock) statements that hold one migrator at a time per database, each taking
+        the lock key (the try-lock returns whether it got it: a migrator waits between short tries,
+        never inside a statement, so a ``CREATE INDEX CONCURRENTLY`` of the one holding it does not
+        wait for the waiters' snapshots); None where the engine has no session lock (CockroachDB's
+        schema changes are transactional and ``IF NOT EXISTS`` keeps a concurrent rerun harmless)."""
         match self.name:
             case "postgres":
-                return "SELECT pg_advisory_lock(%s)", "SELECT pg_advisory_unlock(%s)"
+                return "SELECT pg_try_advisory_lock(%s)", "SELECT pg_advisory_unlock(%s)"
             case "cockroach":
                 return None
 

@@ -19,6 +19,8 @@
 -- until ``cap`` are gathered; a lexeme most of a large tenant's memories hold is left out of the
 -- gathering (text_common_lexemes) but still scores. ``cap`` NULL gathers every match: the exact
 -- ranking the bound is measured against (benchmarks/retrieval.py).
+-- Lookups go through the tenant-prefixed text index (migrations 0053, 0054), fenced (OFFSET 0) so the
+-- planner cannot intersect it with the tenant's btree bitmap instead; a small tenant reads its rows.
 -- History: migrations 0016 (the formula), 0027 (levels, scope), 0032 (one pass), 0035 (walk from the middle).
 CREATE OR REPLACE FUNCTION contextos_bm25_rank(
     query text, extra text[], extra_weight real, k integer, cap integer, k1 real, b real,
@@ -63,10 +65,14 @@ DECLARE
     -- microseconds a row), instead of the text index: the index's posting list of a word holds every
     -- tenant's rows, and a word common elsewhere cost a small tenant tens of milliseconds (S16).
     small boolean;
+    -- the tenant's prefix in the tenant-prefixed text index (migration 0053): its lookups read the
+    -- tenant's own posting lists, not every tenant's rows of a word
+    tag text;
 BEGIN
     IF tenant IS NULL THEN
         RETURN;
     END IF;
+    tag := left(md5(tenant), 8);
     SELECT s.docs, s.avg_length INTO n_docs, avglen FROM text_tenant_stats s WHERE s.tenant_id = tenant;
     counted := FOUND;
     IF NOT counted THEN
@@ -109,14 +115,16 @@ BEGIN
             CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'A', missing), '{a}')) u
             GROUP BY u.lexeme
         ) c;
-    ELSIF cardinality(missing) > 0 THEN
+    ELSIF cardinality(missing) > 0 THEN  -- through the tenant-prefixed index (the fence keeps it the only way in)
         SELECT array_agg(c.lexeme), array_agg(c.n) INTO live_lex, live_n FROM (
             SELECT u.lexeme, count(*)::double precision AS n
             FROM (
-                SELECT m.search_tsv FROM memories m
+                SELECT m.search_tsv FROM (
+                    SELECT m0.tenant_id, m0.state, m0.tier, m0.search_tsv FROM memories m0
+                    WHERE contextos_tenant_lexemes(m0.tenant_id, m0.search_tsv) @@ array_to_string(
+                        ARRAY(SELECT contextos_lexeme_literal(tag || x) FROM unnest(missing) x), ' | ')::tsquery
+                    OFFSET 0) m
                 WHERE m.tenant_id = tenant AND m.state = 'active' AND m.tier = 'hot'
-                  AND m.search_tsv @@ array_to_string(
-                        ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(missing) x), ' | ')::tsquery
                 LIMIT df_live_max
             ) m
             CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'A', missing), '{a}')) u
@@ -183,10 +191,13 @@ BEGIN
         PERFORM set_config('plan_cache_mode', 'auto', true);  -- a small tenant's best plan is its own rows
         RETURN QUERY
             SELECT m.id, s.score, s.matched, false
-            FROM memories m
+            FROM (
+                SELECT m0.* FROM memories m0
+                WHERE contextos_tenant_lexemes(m0.tenant_id, m0.search_tsv) @@ array_to_string(
+                    ARRAY(SELECT contextos_lexeme_literal(tag || x) FROM unnest(lex) x), ' | ')::tsquery
+                OFFSET 0) m
             CROSS JOIN LATERAL contextos_bm25_score(m.search_tsv, lex, wt, idf, k1, b, avglen) s
             WHERE m.tenant_id = tenant
-              AND m.search_tsv @@ array_to_string(ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(lex) x), ' | ')::tsquery
               AND CASE WHEN as_of IS NULL THEN m.state = 'active' AND m.tier = 'hot'
                        ELSE m.tier = 'hot' AND m.state <> 'archived' AND m.recorded_at <= as_of
                             AND (m.superseded_at IS NULL OR m.superseded_at > as_of) END
@@ -203,15 +214,17 @@ BEGIN
         need := greatest(1, ceil(coalesce(cardinality(gather), 0) / 2.0)::integer);
         LOOP
             -- memories holding at least ``need`` of the gathering lexemes
-            level_q := contextos_at_least_query(gather, need);
+            level_q := contextos_at_least_query(ARRAY(SELECT tag || g FROM unnest(gather) g), need);
             -- (this level's matches include the previous level's, which are all kept: no exclusion
             -- list to check per row, at the cost of a few duplicates)
             SELECT coalesce(array_agg(g.id), '{}'), coalesce(array_agg(g.score), '{}'), coalesce(array_agg(g.matched), '{}')
               INTO got, got_score, got_matched
             FROM (
-                SELECT m.id, s.score, s.matched FROM memories m
+                SELECT m.id, s.score, s.matched FROM (
+                    SELECT m0.* FROM memories m0
+                    WHERE contextos_tenant_lexemes(m0.tenant_id, m0.search_tsv) @@ level_q::tsquery OFFSET 0) m
                 CROSS JOIN LATERAL contextos_bm25_score(m.search_tsv, lex, wt, idf, k1, b, avglen) s
-                WHERE m.tenant_id = tenant COLLATE "C" AND m.search_tsv @@ level_q::tsquery
+                WHERE m.tenant_id = tenant COLLATE "C"
                   AND CASE WHEN as_of IS NULL THEN m.state = 'active' AND m.tier = 'hot'
                            ELSE m.tier = 'hot' AND m.state <> 'archived' AND m.recorded_at <= as_of
                                 AND (m.superseded_at IS NULL OR m.superseded_at > as_of) END

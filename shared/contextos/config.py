@@ -79,6 +79,12 @@ class LifecycleSettings(BaseModel):
     # retrieval.bm25_df_live_max so a live count is never cut short)
     text_stats_min_memories: int = 5_000
     text_stats_min_docs: int = 20
+    # A tenant with this many hot memories gets an ANN index of its own (store/vector_indexes.py),
+    # built online by the scan; below ``vector_index_drop_below`` it loses it (hysteresis). At most
+    # ``vector_index_max_builds`` builds per scan: a build holds a core for seconds to minutes.
+    vector_index_min_memories: int = 5_000
+    vector_index_drop_below: int = 2_500
+    vector_index_max_builds: int = 4
 
 
 class StandardRecipe(BaseModel):
@@ -215,7 +221,7 @@ class RetrievalSettings(BaseModel):
     # BM25 text search (migration 0016): memories returned, candidates scored (the bound checked
     # against the exact ranking by benchmarks/retrieval.py), and its constants.
     bm25_k: int = 20
-    bm25_cap: int = 200
+    bm25_cap: int = 400
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     bm25_extra_weight: float = 0.5

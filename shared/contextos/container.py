@@ -273,13 +273,21 @@ def event_relay():  # -> EventRelay
 @lru_cache(maxsize=1)
 def lifecycle():  # -> LifecycleService
     from contextos.services.lifecycle import LifecycleService
+    from contextos.store.vector_indexes import TenantVectorIndexes
 
+    cfg = get_settings().lifecycle
     return LifecycleService(
         store=memory_store(),
         lifecycle=lifecycle_store(),
         cold=cold_storage(),
-        settings=get_settings().lifecycle,
+        settings=cfg,
         housekeeping=[idempotency_store().purge_expired],
+        vector_indexes=TenantVectorIndexes(
+            database(),
+            build_at=cfg.vector_index_min_memories,
+            drop_below=cfg.vector_index_drop_below,
+            max_builds=cfg.vector_index_max_builds,
+        ),
     )
 
 

@@ -245,6 +245,8 @@ class LifecycleReport(BaseModel):
     vectors_indexed: int = 0  # fresh vectors moved into the ANN index
     housekeeping: int = 0  # rows removed by housekeeping chores
     common_lexemes: int = 0  # words too common in large tenants to search by (S6.2), recounted
+    vector_indexes_built: int = 0  # tenants that got an ANN index of their own
+    vector_indexes_dropped: int = 0  # tenants that shrank below the line and lost it
     elapsed_s: float = 0.0
 
 

@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     database_host: str | None = None  # e.g. the RDS Proxy endpoint, preferred over the secret's host
     database_name: str | None = None
     database_dialect: Dialect = "postgres"
+    # pgvector >= 0.8 (Aurora): filtered HNSW scans iterate instead of filtering one beam
+    database_iterative_scan: bool = False
     data_dir: Path = Path(".contextos")
     # Where a running ``contextos dev`` also says where it is, so a CLI, hook or MCP client started
     # from any other folder finds it (the data dir above is relative to the folder it started in).

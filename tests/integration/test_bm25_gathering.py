@@ -109,8 +109,9 @@ def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_did(
     configured, bm25_0016, tenant, query, cap
 ):
     """Migration 0035 starts the walk at half the gathering lexemes; 0016's function walked from all
-    of them. Up or down from the middle, the same levels end the walk: the same ranking."""
-    add(tenant, corpus(400, seed=3))
+    of them. Up or down from the middle, the same levels end the walk: the same ranking. (A tenant of
+    at most 12.5·cap memories is ranked exactly from its own rows: this one is larger.)"""
+    add(tenant, corpus(max(400, 13 * cap), seed=3))
     call, args = bm25_call(query, [], k=20, cap=cap, params=BM25Params())
     old = call.replace("contextos_bm25_rank", "contextos_text_search_bm25").replace(
         ", %s::text, %s::text, %s::text, %s::text[])", ")"
@@ -206,3 +207,19 @@ def test_cold_stubs_score_as_the_formula_written_out_did(configured, database_ur
     assert [(r["id"], r["score"], r["matched"], r["cold"]) for r in ranked] == [
         (r["id"], r["score"], r["matched"], r["cold"]) for r in before
     ]
+
+
+def test_a_small_tenant_is_ranked_exactly_from_its_own_rows_beside_a_large_one(configured, tenant):
+    """A tenant of at most 12.5·cap memories reads its own rows through its btree, never the text
+    index's posting lists (which hold every tenant's rows): its bounded ranking is its exact one,
+    and no other tenant's memory is in it."""
+    other = f"{tenant}-crowd"
+    add(other, corpus(600, seed=5))  # the same words, many more rows, another tenant
+    ids = set(add(tenant, corpus(120, seed=6)))
+    store = container.memory_store()
+    params = BM25Params()
+    for query in ("zebra walrus heron", "badger otter falcon lynx bison", "heron"):
+        bounded = store.text_rank(tenant, query, [], [], k=20, cap=10, params=params)  # 120 <= 12.5 x 10: small
+        exact = store.text_rank(tenant, query, [], [], k=20, cap=None, params=params)
+        assert [(r["id"], r["score"]) for r in bounded] == [(r["id"], r["score"]) for r in exact]
+        assert bounded and {r["id"] for r in bounded} <= ids

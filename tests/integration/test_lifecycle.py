@@ -121,3 +121,18 @@ def test_the_cli_runs_the_scan_with_progress_and_prints_the_report(ingested, cap
     report = json.loads(out)
     assert report["materialized"] >= 1 and report["bands"].get("fading", 0) >= 1
     assert f"{ingested}: materialized" in err  # progress on stderr, per tenant and stage
+
+
+def test_the_scan_asks_each_tenant_only_for_the_stages_it_has_work_for(ingested):
+    """One statement says which stages find something for which tenant; every flag agrees with what
+    the stage then does, and a tenant with nothing flagged is not visited at all."""
+    life = container.lifecycle_store()
+    container.lifecycle().run()  # whatever was due is done: nothing left for this tenant
+    assert container.lifecycle_store().due_work()[ingested] <= {"text_statistics"}
+    age(ingested, "canary release", days=3)
+    assert "materialize" in life.due_work()[ingested]
+    age(ingested, "rollback", days=20)
+    container.lifecycle().run()  # forgotten now: archival is due, and the scan archives it
+    work = life.due_work()[ingested]
+    assert "materialize" not in work and "archive" not in work
+    assert row(ingested, "rollback") is None or row(ingested, "rollback")["band"] == "forgotten"

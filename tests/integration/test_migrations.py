@@ -139,3 +139,19 @@ def test_a_database_deployed_before_the_fold_is_repaired_without_running_anythin
     assert recorded[1] == "edited by hand"  # any other difference is only warned about
     names = {name for name, _ in own_functions(fresh_database)}
     assert "contextos_text_search_bm25" not in names and "contextos_bm25_scope_gather" not in names
+
+
+def test_an_index_migration_runs_outside_a_transaction_and_rebuilds_what_a_killed_build_left(fresh_database):
+    """0054 builds its index CONCURRENTLY (it cannot run in a transaction); a build killed half way
+    leaves an invalid index, and the next migrate drops it and builds it again."""
+    dialect = get_dialect("postgres")
+    migrate(fresh_database, dialect, 384, "local")
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'memories_tenant_lexemes'::regclass")
+        conn.execute("DELETE FROM schema_version WHERE version = 54")  # as if the build had died before its record
+    assert migrate(fresh_database, dialect, 384, "local") == [54]
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        valid = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'memories_tenant_lexemes'::regclass"
+        ).fetchone()[0]
+    assert valid

@@ -242,3 +242,36 @@ def test_the_cold_stub_search_is_exact_for_a_small_tenant_on_a_warm_connection(c
         if tenant.name == name:
             answers.append({h["id"] for h in hits} == set(cold.exact_top(q, 10)))
     assert all(answers), f"{answers.count(False)} of {len(answers)} cold-stub answers were not exact"
+
+
+def test_a_tenant_with_its_own_index_answers_from_it_on_a_warm_connection(world, database_url):
+    """The small tenant given an ANN index of its own (the lifecycle job's, its line lowered for the
+    test) and sent down the ANN path: the statement names the tenant, so every plan of it, generic
+    ones included, reads the tenant's own graph, never the shared index filtered after its scan."""
+    from contextos.store.vector_indexes import TenantVectorIndexes, index_name
+
+    store, large, small = world
+    TenantVectorIndexes(store.db, build_at=SMALL, drop_below=1, retire_shared=False).run(only=[small.name])
+    try:
+        recalls, short = [], 0
+        for tenant, q in alternate(large, small):
+            hits = store.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=0)
+            if tenant is small:
+                ids = [h["id"] for h in hits]
+                assert set(ids) <= set(small.ids)
+                short += len(ids) < K
+                recalls.append(len(set(ids) & set(small.exact_top(q, K))) / K)
+        assert short == 0 and np.mean(recalls) >= 0.95, (short, recalls)
+        with store.db.pool.connection() as conn:
+            mode = conn.execute("SHOW plan_cache_mode").fetchone()["plan_cache_mode"]
+            plans = conn.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+                [f"%tenant_id = '{small.name}'%"],
+            ).fetchall()
+        assert plans, "the tenant's ANN statement was never prepared on the warm connection"
+        if mode == "force_generic_plan":
+            assert sum(p["generic_plans"] for p in plans) > 0
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as owner:
+            owner.execute("UPDATE tenants SET vector_index = NULL WHERE tenant_id = %s", [small.name])
+            owner.execute(f"DROP INDEX IF EXISTS {index_name(small.name)}")

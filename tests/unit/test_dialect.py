@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 from contextos.store.dialect import get_dialect
 
 
@@ -87,3 +88,31 @@ def test_item_indexes_keep_only_the_rows_they_serve_in_both_dialects():
         sql = rendered(dialect)
         assert "ON memory_items (tenant_id, session_id)\n    WHERE session_id IS NOT NULL" in sql
         assert "ON memory_items (tenant_id, document_id)\n    WHERE document_id IS NOT NULL" in sql
+
+
+def test_a_tenants_own_vector_index_names_it_as_a_literal_on_postgres_and_is_not_needed_on_cockroach():
+    """PostgreSQL gets a partial HNSW index per large tenant (its predicate must name the tenant, as
+    the read path's statement does); CockroachDB's vector index is prefixed by the tenant already."""
+    pg, crdb = get_dialect("postgres"), get_dialect("cockroach")
+    ddl = pg.tenant_vector_index_sql("memory_vectors_hnsw_t_ab12", "o'brien")
+    assert ddl is not None and ddl.startswith("CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_vectors_hnsw_t_ab12")
+    assert "WHERE tenant_id = 'o''brien' AND searchable AND indexed" in ddl
+    assert pg.tenant_literal("o'brien") == "'o''brien'"
+    assert crdb.tenant_vector_index_sql("memory_vectors_hnsw_t_ab12", "t") is None
+    assert (
+        "CREATE VECTOR INDEX IF NOT EXISTS memory_vectors_embedding_vec\n    ON memory_vectors (tenant_id, embedding"
+        in (rendered("cockroach"))
+    )
+    with pytest.raises(ValueError):
+        pg.tenant_vector_index_sql("x; DROP TABLE memories", "t")
+    with pytest.raises(ValueError):
+        pg.tenant_literal("a\x00b")
+
+
+def test_iterative_scans_are_a_dialect_choice():
+    assert get_dialect("postgres").filtered_scan_sql() is None  # pgvector 0.6 (the embedded server)
+    assert (
+        get_dialect("postgres", iterative_scan=True).filtered_scan_sql()
+        == "SET LOCAL hnsw.iterative_scan = strict_order"
+    )
+    assert get_dialect("cockroach", iterative_scan=True).filtered_scan_sql() is None

@@ -2,7 +2,9 @@
 
 Per tenant: materialize due band transitions (opening reminders for newly critical memories),
 archive forgotten and long-superseded memories to cold storage, expire scratch memories, settle
-fresh vectors into the ANN index, then recount the words too common to search by (S6.2). Each batch
+fresh vectors into the ANN index, then recount the words too common to search by (S6.2). After the
+tenants, the tenants that grew past the line get an ANN index of their own, built online, and those
+that shrank lose it (store/vector_indexes.py). Each batch
 is its own transaction that claims its rows
 with SKIP LOCKED, so a second scan running at once takes other rows, and a scan that dies is
 resumed by the next one: the work left is whatever the indexes still find.
@@ -20,6 +22,7 @@ from contextos.observability import logger, metrics
 from contextos.ports import LifecyclePort
 from contextos.services.cold import ColdStorage
 from contextos.store.lifecycle import LifecycleStore
+from contextos.store.vector_indexes import TenantVectorIndexes
 
 Progress = Callable[[str, str, int], None]  # (tenant, stage, memories done in that stage)
 
@@ -31,18 +34,30 @@ class LifecycleService:
     cold: ColdStorage | None
     settings: LifecycleSettings = field(default_factory=LifecycleSettings)
     housekeeping: list[Callable[[], int]] = field(default_factory=list)  # e.g. expired idempotency records
+    vector_indexes: TenantVectorIndexes | None = None  # each large tenant's own ANN index, after the tenants
 
     def run(self, *, progress: Progress | None = None) -> LifecycleReport:
         """One scan over every tenant. A tenant whose step fails is logged and left for the next scan."""
         started = time.perf_counter()
         report = LifecycleReport()
+        work = self.lifecycle.due_work()  # one statement: the stages each tenant has something for
         for tenant_id in self.store.tenant_ids():
             report.tenants += 1
+            stages = None if work is None else work.get(tenant_id, frozenset())
+            if stages is not None and not stages:
+                continue
             try:
-                self.scan_tenant(tenant_id, report, progress)
+                self.scan_tenant(tenant_id, report, progress, stages=stages)
             except Exception:
                 logger.exception("lifecycle scan of a tenant failed", extra={"tenant": tenant_id})
                 report.failed_tenants.append(tenant_id)
+        if self.vector_indexes is not None:
+            # after the tenants: their settled vectors and fresh counts decide who gets an index
+            clock = _StageClock(report)
+            indexes = self.vector_indexes.run()
+            report.vector_indexes_built += len(indexes.built)
+            report.vector_indexes_dropped += len(indexes.dropped)
+            clock.lap("vector_indexes")
         for chore in self.housekeeping:
             report.housekeeping += chore()
         report.elapsed_s = round(time.perf_counter() - started, 3)
@@ -51,12 +66,21 @@ class LifecycleService:
         logger.info("lifecycle scan finished", extra=report.model_dump())
         return report
 
-    def scan_tenant(self, tenant_id: str, report: LifecycleReport, progress: Progress | None = None) -> None:
+    def scan_tenant(
+        self,
+        tenant_id: str,
+        report: LifecycleReport,
+        progress: Progress | None = None,
+        *,
+        stages: frozenset[str] | None = None,
+    ) -> None:
+        """Every stage for the tenant, or only ``stages`` (those `LifecycleStore.due_work` found work for)."""
         notify = progress or (lambda *_: None)
         batch = self.settings.batch_size
         clock = _StageClock(report)
         after = None
-        while True:
+        forgotten_before = report.bands.get("forgotten", 0)
+        while stages is None or "materialize" in stages:
             done = self.lifecycle.materialize(tenant_id, after=after, limit=batch)
             report.materialized += done.claimed
             report.changed_band += done.changed
@@ -67,7 +91,9 @@ class LifecycleService:
             if (after := done.after) is None:
                 break
         clock.lap("materialize")
-        if self.cold is not None:
+        # a memory the materialize step just moved into `forgotten` is archived in the same pass
+        forgotten_here = report.bands.get("forgotten", 0) - forgotten_before
+        if self.cold is not None and (stages is None or "archive" in stages or forgotten_here):
             after_id = None
             while True:
                 archived, after_id = self.cold.archive_batch(tenant_id, after=after_id)
@@ -77,14 +103,17 @@ class LifecycleService:
                 if after_id is None:
                     break
             clock.lap("archive")
-        while expired := self.lifecycle.expire_scratch(tenant_id, limit=batch):
+        while (stages is None or "expire" in stages) and (
+            expired := self.lifecycle.expire_scratch(tenant_id, limit=batch)
+        ):
             report.expired += expired
             notify(tenant_id, "expired", report.expired)
         clock.lap("expire")
-        while settled := self.store.settle_vectors(tenant_id, limit=batch):
+        while (stages is None or "settle" in stages) and (settled := self.store.settle_vectors(tenant_id, limit=batch)):
             report.vectors_indexed += settled
         clock.lap("settle_vectors")
-        report.common_lexemes += self.lifecycle.refresh_text_statistics(tenant_id)[0]
+        if stages is None or "text_statistics" in stages:
+            report.common_lexemes += self.lifecycle.refresh_text_statistics(tenant_id)[0]
         clock.lap("text_statistics")
 
     def reminders(

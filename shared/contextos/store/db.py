@@ -132,7 +132,7 @@ def open_database(settings: Settings) -> Database:
     from contextos.store.migrate import migrate
 
     conninfo = resolve_database_url(settings)
-    dialect = get_dialect(settings.database_dialect)
+    dialect = get_dialect(settings.database_dialect, iterative_scan=settings.database_iterative_scan)
     migrate(conninfo, dialect, settings.embedding_dimensions, embedder_id_for(settings))
     return Database(conninfo, dialect, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
 

@@ -20,6 +20,9 @@ _SECTION = re.compile(r"-- dialect: (postgres|cockroach|end)")
 @dataclass(frozen=True, slots=True)
 class Dialect:
     name: DialectName
+    # pgvector >= 0.8 (Aurora PostgreSQL 16.x ships it): a filtered HNSW scan keeps walking the graph
+    # until enough rows pass the filter, instead of filtering one beam (the embedded 0.6.2 has none)
+    iterative_scan: bool = False
 
     def search_breadth_sql(self, breadth: int) -> str:
         """Set the ANN index's search breadth for the current transaction only."""
@@ -29,6 +32,42 @@ class Dialect:
                 return f"SET LOCAL hnsw.ef_search = {breadth}"
             case "cockroach":
                 return f"SET LOCAL vector_search_beam_size = {breadth}"
+
+    def filtered_scan_sql(self) -> str | None:
+        """For an ANN scan filtered inside the tenant (a scope): let the index keep scanning, in
+        distance order, until the filter has passed enough rows, where the engine can (pgvector
+        >= 0.8's iterative scans); None where it cannot, and the caller widens its breadth instead."""
+        match self.name:
+            case "postgres":
+                return "SET LOCAL hnsw.iterative_scan = strict_order" if self.iterative_scan else None
+            case "cockroach":
+                return None  # its vector index is prefixed by the tenant; a scope is filtered after it
+
+    def tenant_vector_index_sql(self, index: str, tenant_id: str) -> str | None:
+        """DDL building one tenant's own ANN index online, or None where one index already serves
+        each tenant alone (CockroachDB's is prefixed by tenant_id, migration 0002). The tenant is a
+        literal in the predicate: a partial index is only matched by a statement that names it."""
+        match self.name:
+            case "postgres":
+                return (
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {_identifier(index)} ON memory_vectors"
+                    " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+                    f" WHERE tenant_id = {_literal(tenant_id)} AND searchable AND indexed"
+                )
+            case "cockroach":
+                return None
+
+    def drop_index_sql(self, index: str) -> str:
+        """Drop an index without blocking the table's reads and writes."""
+        match self.name:
+            case "postgres":
+                return f"DROP INDEX CONCURRENTLY IF EXISTS {_identifier(index)}"
+            case "cockroach":
+                return f"DROP INDEX IF EXISTS memory_vectors@{_identifier(index)}"
+
+    def tenant_literal(self, tenant_id: str) -> str:
+        """The tenant as an SQL string literal, for the statements a partial index must match."""
+        return _literal(tenant_id)
 
     def ann_post_filters(self) -> bool:
         """Whether the ANN index filters after its scan, so a small tenant can come up short and
@@ -119,12 +158,14 @@ class Dialect:
                 return f"{band}.tenant_id = %(tenant)s"
 
     def migration_lock_sql(self) -> tuple[str, str] | None:
-        """(lock, unlock) statements that hold one migrator at a time per database, each taking the
-        lock key; None where the engine has no session lock (CockroachDB's schema changes are
-        transactional and ``IF NOT EXISTS`` keeps a concurrent rerun harmless)."""
+        """(try-lock, unlock) statements that hold one migrator at a time per database, each taking
+        the lock key (the try-lock returns whether it got it: a migrator waits between short tries,
+        never inside a statement, so a ``CREATE INDEX CONCURRENTLY`` of the one holding it does not
+        wait for the waiters' snapshots); None where the engine has no session lock (CockroachDB's
+        schema changes are transactional and ``IF NOT EXISTS`` keeps a concurrent rerun harmless)."""
         match self.name:
             case "postgres":
-                return "SELECT pg_advisory_lock(%s)", "SELECT pg_advisory_unlock(%s)"
+                return "SELECT pg_try_advisory_lock(%s)", "SELECT pg_advisory_unlock(%s)"
             case "cockroach":
                 return None
 
@@ -132,6 +173,15 @@ class Dialect:
         """Whether text search ranks in SQL: the phrase and BM25 functions (migration 0015 and
         store/definitions/) and a scope's own BM25 over tsvector positions; CockroachDB has neither, so the store
         ranks there by inline phrase queries."""
+        match self.name:
+            case "postgres":
+                return True
+            case "cockroach":
+                return False
+
+    def has_definitions(self) -> bool:
+        """Whether the engine has the store's SQL functions (store/definitions/: BM25, the lifecycle's
+        work list); CockroachDB has none, and its callers do the work in plainer SQL."""
         match self.name:
             case "postgres":
                 return True
@@ -196,6 +246,23 @@ class Dialect:
         return [(name, sql) for name, sql in rendered if _has_statement(sql)]
 
 
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def _identifier(name: str) -> str:
+    """An index name the store made itself (`vector_indexes.index_name`); anything else is refused."""
+    if not _IDENTIFIER.fullmatch(name):
+        raise ValueError(f"not a plain identifier: {name!r}")
+    return name
+
+
+def _literal(text: str) -> str:
+    """A standard-conforming SQL string literal (quotes doubled; no backslash escapes in either engine)."""
+    if "\x00" in text:
+        raise ValueError("a NUL cannot be part of an SQL literal")
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _fill(sql: str, embedding_dim: int) -> str:
     return sql.replace("{{embedding_dim}}", str(int(embedding_dim)))
 
@@ -204,7 +271,7 @@ def _has_statement(sql: str) -> bool:
     return any(line.strip() and not line.lstrip().startswith("--") for line in sql.splitlines())
 
 
-def get_dialect(name: DialectName) -> Dialect:
+def get_dialect(name: DialectName, *, iterative_scan: bool = False) -> Dialect:
     if name not in ("postgres", "cockroach"):
         raise ValueError(f"unknown database dialect {name!r}")
-    return Dialect(name)
+    return Dialect(name, iterative_scan)

@@ -24,6 +24,7 @@ from contextos.store.locks import lock_tenant
 from contextos.store.rows import AcknowledgedReminder, ReminderRow, rows_of
 from contextos.store.sql import band_case, current_strength, next_transition
 
+STAGES = ("materialize", "archive", "expire", "settle", "text_statistics")
 _NO_KEY = (datetime.fromisoformat("0001-01-01T00:00:00+00:00"), UUID(int=0))
 
 
@@ -114,6 +115,26 @@ class LifecycleStore(ColdStore):
     def refresh_text_stats(self, tenant_id: str) -> int:
         """Only BM25's statistics of :meth:`refresh_text_statistics`."""
         return self.refresh_text_statistics(tenant_id, common=False)[1]
+
+    # -- which tenants have work ----------------------------------------------------------
+    def due_work(self) -> dict[str, frozenset[str]] | None:
+        """Per tenant, the scan's stages that would find something now (``materialize``, ``archive``,
+        ``expire``, ``settle``, ``text_statistics``), from one statement of a few index probes per
+        tenant (store/definitions/contextos_lifecycle_work.sql); None where the engine has no such
+        function (every stage then runs for every tenant, as each finds its own work)."""
+        if not self.db.dialect.has_definitions():
+            return None
+        cfg = self.settings
+        with self.db.system_tx() as conn:
+            rows = conn.execute(
+                "SELECT * FROM contextos_lifecycle_work(%s, %s, %s)",
+                [
+                    cfg.superseded_archive_after_days * 86400,
+                    cfg.scratch_ttl_hours * 3600,
+                    min(cfg.text_stats_min_memories, cfg.common_lexeme_min_memories),
+                ],
+            ).fetchall()
+        return {r["tenant_id"]: frozenset(stage for stage in STAGES if r[stage]) for r in rows}
 
     # -- band transitions and reminders ---------------------------------------------------
     def materialize(self, tenant_id: str, *, after: tuple[datetime, UUID] | None, limit: int) -> TransitionBatch:

@@ -6,6 +6,8 @@ definition."""
 from __future__ import annotations
 
 import hashlib
+import re
+import time
 from pathlib import Path
 
 import psycopg
@@ -13,6 +15,8 @@ from contextos.errors import SchemaMismatch
 from contextos.observability import logger
 from contextos.store.dialect import DEFINITIONS_DIR, Dialect
 
+NO_TRANSACTION = "-- contextos: no transaction"
+_CONCURRENT_INDEX = re.compile(r"CREATE\s+INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
 _LOCK_KEY = 7_420_011  # an arbitrary constant: one migrator at a time per database
 
 # Migrations whose function bodies moved to store/definitions/, or went because a later migration
@@ -41,7 +45,8 @@ def migrate(
     lock = dialect.migration_lock_sql()
     with psycopg.connect(conninfo, autocommit=True) as conn:
         if lock:
-            conn.execute(lock[0], [_LOCK_KEY])
+            while not conn.execute(lock[0], [_LOCK_KEY]).fetchone()[0]:  # type: ignore[index]
+                time.sleep(0.05)
         try:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -55,12 +60,19 @@ def migrate(
                     if done[version] != checksum:
                         _recorded_differs(conn, dialect, version, done[version], checksum)
                     continue
-                with conn.transaction():
-                    conn.execute(sql)
+                if sql.startswith(NO_TRANSACTION):
+                    _run_outside_a_transaction(conn, sql)
                     conn.execute(
                         "INSERT INTO schema_version (version, name, checksum) VALUES (%s, %s, %s)",
                         [version, name, checksum],
                     )
+                else:
+                    with conn.transaction():
+                        conn.execute(sql)
+                        conn.execute(
+                            "INSERT INTO schema_version (version, name, checksum) VALUES (%s, %s, %s)",
+                            [version, name, checksum],
+                        )
                 applied_now.append(version)
                 logger.info("migration applied", extra={"version": version, "migration": name})
             apply_definitions(conn, dialect, embedding_dim, definitions)
@@ -69,6 +81,25 @@ def migrate(
             if lock:
                 conn.execute(lock[1], [_LOCK_KEY])
     return applied_now
+
+
+def _run_outside_a_transaction(conn: psycopg.Connection, sql: str) -> None:
+    """A migration marked ``-- contextos: no transaction`` (``CREATE INDEX CONCURRENTLY`` cannot run
+    in one): its statements one by one, each on its own; such a file holds plain statements, each
+    ending with ``;`` at the end of a line (no function bodies). An index a killed build left
+    invalid is dropped before it is built again (``IF NOT EXISTS`` would keep it)."""
+    for statement in (s.strip() for s in re.split(r";[ \t]*(?:\n|$)", sql)):
+        if not any(line.strip() and not line.strip().startswith("--") for line in statement.splitlines()):
+            continue
+        built = _CONCURRENT_INDEX.search(statement)
+        if (
+            built
+            and conn.execute(
+                "SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(%s) AND NOT indisvalid", [built.group(1)]
+            ).fetchone()
+        ):
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {built.group(1)}")
+        conn.execute(statement)
 
 
 def _recorded_differs(conn: psycopg.Connection, dialect: Dialect, version: int, recorded: str, checksum: str) -> None:

@@ -33,16 +33,19 @@ from contextos.store.text_search import BM25Params, bm25_call, phrases_call, ran
 from pgvector import Vector
 
 
-def _vector_sql(*, exact: bool) -> str:
+def _vector_sql(*, exact: bool, own_index_of: str | None = None) -> str:
     """The vector search over both segments. ``exact`` orders the indexed segment by an expression
     the HNSW index cannot serve (``distance + 0.0``), so no plan of this text, cached or not, can
-    read the index and filter after it."""
+    read the index and filter after it. ``own_index_of`` (a tenant literal) spells the tenant out in
+    the indexed segment, so that every plan of the text can match the tenant's own partial index
+    (store/vector_indexes.py); without it the ANN is the shared index, filtered after its scan."""
     indexed_order = "(v.embedding <=> %(q)s) + 0.0" if exact else "v.embedding <=> %(q)s"
+    indexed_tenant = own_index_of or "%(tenant)s"
     return f"""
             SELECT memory_id AS id, 1.0 - min(distance) AS vector_sim FROM (
                 (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
                  FROM memory_vectors v
-                 WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                 WHERE v.tenant_id = {indexed_tenant} AND v.searchable AND v.indexed
                  ORDER BY {indexed_order} LIMIT %(k)s)
                 UNION ALL
                 (SELECT v.memory_id, v.embedding <=> %(q)s AS distance
@@ -59,7 +62,8 @@ class ReadStore:
     def __init__(self, db: Database, decay: DecaySettings) -> None:
         self.db = db
         self.decay = decay
-        self._scope_sizes: dict[str, tuple[int, float]] = {}  # tenant → (hot memories, read at monotonic s)
+        # tenant → (hot memories, its own ANN index or None, read at monotonic s)
+        self._scope_sizes: dict[str, tuple[int, str | None, float]] = {}
 
     def sources_of_memory(self, tenant_id: str, memory_id: UUID) -> list[MemorySourceRow]:
         """Every occurrence behind a memory (memory → documents and sessions)."""
@@ -88,19 +92,27 @@ class ReadStore:
         exact over the fresh one (the candidate pool reads the rows).
 
         pgvector 0.6 filters ANN results after the index scan (docs/design.md, Appendix A): a small tenant
-        beside a large one can get fewer than k rows. A short answer is re-asked exactly. The exact
+        beside a large one can get fewer than k rows. So a tenant without an index of its own
+        (store/vector_indexes.py) and within ``exact_scan_max_rows`` is scanned exactly, one with its
+        own index searches that index alone, and a short answer is re-asked exactly. The exact
         pass is its own statement text, not a planner switch: psycopg prepares a statement after five
         runs and PostgreSQL may then keep one generic plan for it, which no later ``SET LOCAL``
         re-plans (docs/decisions.md).
         """
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
-        post_filters = self.db.dialect.ann_post_filters()
-        if post_filters and self._scope_size(tenant_id, scope_cache_s) <= exact_scan_max_rows:
-            # a small scope: one exact pass beats an ANN pass that may come up short
+        dialect = self.db.dialect
+        post_filters = dialect.ann_post_filters()
+        size, own_index = self._tenant_shape(tenant_id, scope_cache_s)
+        if post_filters and own_index is None and size <= exact_scan_max_rows:
+            # a small tenant: one exact pass beats an ANN pass that may come up short
             return rows_of(VectorHit, self.db.tenant_read(tenant_id, (_vector_sql(exact=True), params)))
-        rows = self.db.tenant_read(
-            tenant_id, (self.db.dialect.search_breadth_sql(max(ef_search, k)), None), (_vector_sql(exact=False), params)
-        )
+        # the tenant's own index when it has one; else (a tenant whose index is still to be built)
+        # the shared one, filtered after its scan
+        ann = _vector_sql(exact=False, own_index_of=dialect.tenant_literal(tenant_id) if own_index else None)
+        settings = [(dialect.search_breadth_sql(max(ef_search, k)), None)]
+        if own_index is None and (iterative := dialect.filtered_scan_sql()):
+            settings.append((iterative, None))  # the shared index keeps scanning until k are the tenant's
+        rows = self.db.tenant_read(tenant_id, *settings, (ann, params))
         if len(rows) < k and post_filters:
             rows = self.db.tenant_read(tenant_id, (_vector_sql(exact=True), params))
         return rows_of(VectorHit, rows)
@@ -118,16 +130,25 @@ class ReadStore:
         return int(rows[0]["n"])
 
     def _scope_size(self, tenant_id: str, cache_s: float) -> int:
-        """The tenant's hot memories, as read at most ``cache_s`` ago by this process: it only picks
-        exact or ANN search, and a count a few seconds old picks as well as a fresh one."""
+        """The tenant's hot memories (see `_tenant_shape`)."""
+        return self._tenant_shape(tenant_id, cache_s)[0]
+
+    def _tenant_shape(self, tenant_id: str, cache_s: float) -> tuple[int, str | None]:
+        """The tenant's hot memories and its own ANN index (None: none yet), as read at most
+        ``cache_s`` ago by this process: they only pick the exact pass, the tenant's index or the
+        shared one, and a count a few seconds old picks as well as a fresh one. An index dropped in
+        the meantime costs correctness nothing: its statement then plans an exact scan."""
         cached = self._scope_sizes.get(tenant_id)
         now = time.monotonic()
-        if cached is not None and now - cached[1] < cache_s:
-            return cached[0]
-        rows = self.db.tenant_read(tenant_id, ("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]))
+        if cached is not None and now - cached[2] < cache_s:
+            return cached[0], cached[1]
+        rows = self.db.tenant_read(
+            tenant_id, ("SELECT hot_memories, vector_index FROM tenants WHERE tenant_id = %s", [tenant_id])
+        )
         size = int(rows[0]["hot_memories"]) if rows else 0
-        self._scope_sizes[tenant_id] = (size, now)
-        return size
+        own = rows[0]["vector_index"] if rows else None
+        self._scope_sizes[tenant_id] = (size, own, now)
+        return size, own
 
     def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[PhraseHit]:
         """Every key phrase (each followed by its synonyms) over labels and definitions, in one call:

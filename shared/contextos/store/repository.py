@@ -26,4 +26,4 @@ class MemoryStore(DocumentStore, AdmissionStore, ReadStore, TenantStore):
         gate: ContradictionGatePort | None = None,
     ) -> None:
         AdmissionStore.__init__(self, db, decay, merge, gate)
-        self._scope_sizes: dict[str, tuple[int, float]] = {}  # tenant → (hot memories, read at monotonic s)
+        self._scope_sizes: dict[str, tuple[int, str | None, float]] = {}  # tenant → (hot, own ANN index, read at s)

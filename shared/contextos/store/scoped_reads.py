@@ -192,6 +192,10 @@ class ScopedReads:
             wanted = f"({wanted} AND m.id IS NOT NULL)" if self.scope.metadata else wanted
         else:
             wanted, join = "(m.id IS NOT NULL)", memories
+        # the tenant's own index (store/vector_indexes.py) holds only its rows, so the scope's share of
+        # its candidates is its share of the tenant; the tenant spelt out lets every plan match it
+        own_index = self.store._tenant_shape(tenant_id, scope_cache_s)[1]
+        indexed_tenant = db.dialect.tenant_literal(tenant_id) if own_index else "%(tenant)s"
         ann = f"""SELECT id, vector_sim, candidates, in_scope FROM (
                       SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance,
                              {wanted} AS wanted, count(*) OVER () AS candidates,
@@ -201,7 +205,7 @@ class ScopedReads:
                               SELECT v.memory_id, v.embedding <=> %(q)s AS distance, v.user_id, v.agent_id, v.run_id,
                                      v.tags
                               FROM memory_vectors v
-                              WHERE v.tenant_id = %(tenant)s AND v.searchable AND v.indexed
+                              WHERE v.tenant_id = {indexed_tenant} AND v.searchable AND v.indexed
                               ORDER BY v.embedding <=> %(q)s LIMIT %(breadth)s) ann
                           UNION ALL
                           (SELECT v.memory_id, v.embedding <=> %(q)s, v.user_id, v.agent_id, v.run_id, v.tags

@@ -12,13 +12,15 @@
 -- the lifecycle scan's count (text_tenant_stats, text_lexeme_stats) when it has one, otherwise
 -- they are counted live, bounded (df at most ``df_live_max`` rows, the mean over a sample).
 --
--- The bound: when the tenant holds at most 4·``cap`` memories, or the query's lexemes are held by
--- at most 4·``cap`` in all, every match is scored (exact). Otherwise the candidates scored are
+-- The bound: when the tenant holds at most 4·``cap`` memories (or at most 12.5·``cap``, read through
+-- its btree), or the query's lexemes are held by at most 4·``cap`` in all, every match is scored (exact). Otherwise the candidates scored are
 -- gathered from the GIN index level by level, first the
 -- memories holding all of the query's searchable lexemes, then all but one (any m of n), and so on
 -- until ``cap`` are gathered; a lexeme most of a large tenant's memories hold is left out of the
 -- gathering (text_common_lexemes) but still scores. ``cap`` NULL gathers every match: the exact
 -- ranking the bound is measured against (benchmarks/retrieval.py).
+-- Lookups go through the tenant-prefixed text index (migrations 0053, 0054), fenced (OFFSET 0) so the
+-- planner cannot intersect it with the tenant's btree bitmap instead; a small tenant reads its rows.
 -- History: migrations 0016 (the formula), 0027 (levels, scope), 0032 (one pass), 0035 (walk from the middle).
 CREATE OR REPLACE FUNCTION contextos_bm25_rank(
     query text, extra text[], extra_weight real, k integer, cap integer, k1 real, b real,
@@ -58,10 +60,19 @@ DECLARE
     owned bigint;
     scoped boolean := scope_user IS NOT NULL OR scope_agent IS NOT NULL OR scope_run IS NOT NULL
                       OR scope_tags IS NOT NULL;
+    -- A small tenant (at most 12.5·cap hot memories: 5,000 at the deployed cap of 400, and 5,000 for
+    -- an exact call) reads its own rows through the tenant's btree, testing the query on each (a few
+    -- microseconds a row), instead of the text index: the index's posting list of a word holds every
+    -- tenant's rows, and a word common elsewhere cost a small tenant tens of milliseconds (S16).
+    small boolean;
+    -- the tenant's prefix in the tenant-prefixed text index (migration 0053): its lookups read the
+    -- tenant's own posting lists, not every tenant's rows of a word
+    tag text;
 BEGIN
     IF tenant IS NULL THEN
         RETURN;
     END IF;
+    tag := left(md5(tenant), 8);
     SELECT s.docs, s.avg_length INTO n_docs, avglen FROM text_tenant_stats s WHERE s.tenant_id = tenant;
     counted := FOUND;
     IF NOT counted THEN
@@ -73,6 +84,7 @@ BEGIN
     END IF;
     n_docs := greatest(coalesce(n_docs, 1), 1);
     avglen := greatest(coalesce(avglen, 1), 1);
+    small := 2 * n_docs <= 25 * coalesce(cap, 400);
 
     -- The query's lexemes, each with its weight (a synonym's lower one unless the query holds it).
     SELECT array_agg(v.lexeme ORDER BY v.lexeme), array_agg(v.w ORDER BY v.lexeme) INTO qlex, qw FROM (
@@ -90,14 +102,29 @@ BEGIN
     missing := ARRAY(
         SELECT x FROM unnest(qlex) x
         WHERE NOT EXISTS (SELECT 1 FROM text_lexeme_stats s WHERE s.tenant_id = tenant AND s.lexeme = x));
-    IF cardinality(missing) > 0 THEN
+    IF cardinality(missing) > 0 AND small THEN  -- the tenant's own rows (ts_match_vq keeps the text index out)
         SELECT array_agg(c.lexeme), array_agg(c.n) INTO live_lex, live_n FROM (
             SELECT u.lexeme, count(*)::double precision AS n
             FROM (
                 SELECT m.search_tsv FROM memories m
                 WHERE m.tenant_id = tenant AND m.state = 'active' AND m.tier = 'hot'
-                  AND m.search_tsv @@ array_to_string(
-                        ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(missing) x), ' | ')::tsquery
+                  AND ts_match_vq(m.search_tsv, array_to_string(
+                        ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(missing) x), ' | ')::tsquery)
+                LIMIT df_live_max
+            ) m
+            CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'A', missing), '{a}')) u
+            GROUP BY u.lexeme
+        ) c;
+    ELSIF cardinality(missing) > 0 THEN  -- through the tenant-prefixed index (the fence keeps it the only way in)
+        SELECT array_agg(c.lexeme), array_agg(c.n) INTO live_lex, live_n FROM (
+            SELECT u.lexeme, count(*)::double precision AS n
+            FROM (
+                SELECT m.search_tsv FROM (
+                    SELECT m0.tenant_id, m0.state, m0.tier, m0.search_tsv FROM memories m0
+                    WHERE contextos_tenant_lexemes(m0.tenant_id, m0.search_tsv) @@ array_to_string(
+                        ARRAY(SELECT contextos_lexeme_literal(tag || x) FROM unnest(missing) x), ' | ')::tsquery
+                    OFFSET 0) m
+                WHERE m.tenant_id = tenant AND m.state = 'active' AND m.tier = 'hot'
                 LIMIT df_live_max
             ) m
             CROSS JOIN LATERAL unnest(ts_filter(setweight(m.search_tsv, 'A', missing), '{a}')) u
@@ -130,7 +157,8 @@ BEGIN
 
     -- When the tenant is small or the gathering lexemes' postings are short, every match is
     -- scored: exact, and cheaper than gathering by levels.
-    IF cap IS NOT NULL AND (n_docs <= 4 * cap OR (SELECT sum(d) FROM unnest(gdf[1:cardinality(gather)]) d) <= 4 * cap) THEN
+    IF cap IS NOT NULL AND (n_docs <= 4 * cap OR small AND as_of IS NULL
+                            OR (SELECT sum(d) FROM unnest(gdf[1:cardinality(gather)]) d) <= 4 * cap) THEN
         cap := NULL;
     END IF;
     IF scoped AND cap IS NOT NULL AND coalesce(scope_user, scope_agent, scope_run) IS NOT NULL THEN
@@ -150,21 +178,26 @@ BEGIN
             owned := NULL;
         END IF;
     END IF;
-    IF scoped AND cap IS NULL THEN
-        -- every match of the scope, by a statement planned for it (its own index, or that index
-        -- intersected with the text index), then scored: not one generic plan for every scope
-        -- found through the owner's btree when it was counted small, else the text index
+    IF (scoped OR small AND as_of IS NULL) AND cap IS NULL THEN
+        -- every match of the scope (or of a small tenant), by a statement planned for it (its own
+        -- index, or that index intersected with the text index), then scored: not one generic plan
+        -- for every scope; found through the owner's (the tenant's) btree when it was counted small,
+        -- else the text index
         RETURN QUERY SELECT r.id, r.score, r.matched, false FROM contextos_bm25_scope_rank(
             tenant, array_to_string(ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(lex) x), ' | '), as_of,
-            scope_user, scope_agent, scope_run, scope_tags, lex, wt, idf, k1, b, avglen, k, owned) r;
+            scope_user, scope_agent, scope_run, scope_tags, lex, wt, idf, k1, b, avglen, k,
+            coalesce(owned, CASE WHEN small THEN n_docs::bigint END)) r;
     ELSIF cap IS NULL THEN  -- exact: every match, scored as it is read
         PERFORM set_config('plan_cache_mode', 'auto', true);  -- a small tenant's best plan is its own rows
         RETURN QUERY
             SELECT m.id, s.score, s.matched, false
-            FROM memories m
+            FROM (
+                SELECT m0.* FROM memories m0
+                WHERE contextos_tenant_lexemes(m0.tenant_id, m0.search_tsv) @@ array_to_string(
+                    ARRAY(SELECT contextos_lexeme_literal(tag || x) FROM unnest(lex) x), ' | ')::tsquery
+                OFFSET 0) m
             CROSS JOIN LATERAL contextos_bm25_score(m.search_tsv, lex, wt, idf, k1, b, avglen) s
             WHERE m.tenant_id = tenant
-              AND m.search_tsv @@ array_to_string(ARRAY(SELECT contextos_lexeme_literal(x) FROM unnest(lex) x), ' | ')::tsquery
               AND CASE WHEN as_of IS NULL THEN m.state = 'active' AND m.tier = 'hot'
                        ELSE m.tier = 'hot' AND m.state <> 'archived' AND m.recorded_at <= as_of
                             AND (m.superseded_at IS NULL OR m.superseded_at > as_of) END
@@ -181,15 +214,17 @@ BEGIN
         need := greatest(1, ceil(coalesce(cardinality(gather), 0) / 2.0)::integer);
         LOOP
             -- memories holding at least ``need`` of the gathering lexemes
-            level_q := contextos_at_least_query(gather, need);
+            level_q := contextos_at_least_query(ARRAY(SELECT tag || g FROM unnest(gather) g), need);
             -- (this level's matches include the previous level's, which are all kept: no exclusion
             -- list to check per row, at the cost of a few duplicates)
             SELECT coalesce(array_agg(g.id), '{}'), coalesce(array_agg(g.score), '{}'), coalesce(array_agg(g.matched), '{}')
               INTO got, got_score, got_matched
             FROM (
-                SELECT m.id, s.score, s.matched FROM memories m
+                SELECT m.id, s.score, s.matched FROM (
+                    SELECT m0.* FROM memories m0
+                    WHERE contextos_tenant_lexemes(m0.tenant_id, m0.search_tsv) @@ level_q::tsquery OFFSET 0) m
                 CROSS JOIN LATERAL contextos_bm25_score(m.search_tsv, lex, wt, idf, k1, b, avglen) s
-                WHERE m.tenant_id = tenant COLLATE "C" AND m.search_tsv @@ level_q::tsquery
+                WHERE m.tenant_id = tenant COLLATE "C"
                   AND CASE WHEN as_of IS NULL THEN m.state = 'active' AND m.tier = 'hot'
                            ELSE m.tier = 'hot' AND m.state <> 'archived' AND m.recorded_at <= as_of
                                 AND (m.superseded_at IS NULL OR m.superseded_at > as_of) END

@@ -48,7 +48,7 @@ from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks import doc_qa, locomo
 from benchmarks.report import write_report
@@ -117,8 +117,8 @@ def main() -> None:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), embedder.dimensions, embedder.model_id)
         db = Database(url, get_dialect("postgres"), max_size=4)
-        store = MemoryStore(db, settings.decay, settings.merge)
-        gated = MemoryStore(
+        store = Stores.over(db, settings.decay, settings.merge)
+        gated = Stores.over(
             db,
             settings.decay,
             settings.merge,
@@ -139,7 +139,7 @@ def main() -> None:
         _, _, ingest_s = doc_qa.ingest_documents(settings, gated, embedder, docs, tenant=DOCS_TENANT)
         tenants[DOCS_TENANT] = [(i, q["q"], q["answer"]) for i, q in enumerate(doc_questions)]
         print(f"stored {offset} turns in {len(conversations)} tenants, documents in {ingest_s:.0f} s")
-        retrieval = RetrievalService(settings=settings, store=store, embedder=embedder)
+        retrieval = RetrievalService(settings=settings, store=store.reads, embedder=embedder)
 
         def ask(tenant: str, query: str, vector=None, **extra) -> ContextResult:
             request = ContextRequest(query=query, dry_run=True, **extra)

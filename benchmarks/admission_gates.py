@@ -50,18 +50,19 @@ from contextos.judge.local import LocalHeuristicJudge
 from contextos.models import ContextRequest, DocumentJob, MemoryCandidate, Provenance
 from contextos.parsing import parse_document
 from contextos.services.contradiction import ContradictionGate
+from contextos.services.document_pipeline import deduplicate
 from contextos.services.firewall import Firewall
 from contextos.services.governance import GovernanceService, TrustGate
-from contextos.services.ingestion import IngestionService, deduplicate
+from contextos.services.ingestion import IngestionService
 from contextos.services.retrieval import RetrievalService
 from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.governance import GovernanceStore
 from contextos.store.privacy import PrivacyStore
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks.fixtures import embedded_database
-from benchmarks.ingest import DIM, WORDS, InMemoryBlobs, preload, unit_vectors
+from benchmarks.ingest import DIM, WORDS, local_ingestion, preload, unit_vectors
 from benchmarks.report import write_report
 from benchmarks.s7_baselines import PreviousRulesJudge, previous_gate_signals
 
@@ -144,9 +145,9 @@ def benign_corpus(max_docs: int) -> list[Doc]:
     return out[:max_docs]
 
 
-def ingest(service: IngestionService, store: MemoryStore, tenant: str, doc: Doc, provenance: str) -> dict:
+def ingest(service: IngestionService, store: Stores, tenant: str, doc: Doc, provenance: str) -> dict:
     data = doc.text.encode()
-    record, _ = store.create_document(
+    record, _ = store.documents.create_document(
         tenant,
         content_hash=uuid.uuid4().hex,
         filename=doc.filename,
@@ -156,7 +157,7 @@ def ingest(service: IngestionService, store: MemoryStore, tenant: str, doc: Doc,
         raw_text=doc.text,
     )
     service.process(DocumentJob(tenant_id=tenant, document_id=record.id), data=data)
-    return store.get_document(tenant, record.id).model_dump()
+    return store.documents.get_document(tenant, record.id).model_dump()
 
 
 def gate_candidates(settings: Settings, doc: Doc, provenance: Provenance) -> tuple[list[MemoryCandidate], str]:
@@ -193,7 +194,7 @@ def previous_held(settings: Settings, candidates: list[MemoryCandidate], source_
     )
 
 
-def benign_part(settings: Settings, service: IngestionService, store: MemoryStore, max_docs: int) -> tuple[dict, list]:
+def benign_part(settings: Settings, service: IngestionService, store: Stores, max_docs: int) -> tuple[dict, list]:
     corpus = benign_corpus(max_docs)
     tenant = "bench-benign"
     candidates = held = previous = failed = docs_with_held = 0
@@ -236,7 +237,7 @@ def benign_part(settings: Settings, service: IngestionService, store: MemoryStor
     return figures, held_examples
 
 
-def marker_in_reads(retrieval: RetrievalService, store: MemoryStore, tenant: str, marker: str, query: str) -> bool:
+def marker_in_reads(retrieval: RetrievalService, store: Stores, tenant: str, marker: str, query: str) -> bool:
     with store.db.tenant_tx(tenant) as conn:
         rows = conn.execute("SELECT label, definition FROM memories WHERE state = 'active'").fetchall()
     if any(marker in f"{r['label']} {r['definition']}".lower() for r in rows):
@@ -245,7 +246,7 @@ def marker_in_reads(retrieval: RetrievalService, store: MemoryStore, tenant: str
     return marker in result.context.lower()
 
 
-def poison_part(settings: Settings, service: IngestionService, store: MemoryStore, retrieval: RetrievalService) -> dict:
+def poison_part(settings: Settings, service: IngestionService, store: Stores, retrieval: RetrievalService) -> dict:
     cases = [json.loads(line) for line in (DATA / "poison_cases.jsonl").read_text().splitlines() if line.strip()]
     threshold = settings.governance.trust_threshold
     kept = kept_signal = signal_cases = previous_kept = 0
@@ -394,12 +395,12 @@ def documents(settings: Settings, existing: np.ndarray, docs: int, size: int, se
     return out
 
 
-def store_rate(store: MemoryStore, tenant: str, batches: list[list[MemoryCandidate]]) -> tuple[float, int]:
+def store_rate(store: Stores, tenant: str, batches: list[list[MemoryCandidate]]) -> tuple[float, int]:
     judged = 0
     started = time.perf_counter()
     for batch in batches:
         with store.db.tenant_tx(tenant) as conn:
-            _, counts = store.admit(conn, tenant, batch, embedder_id="bench", actor="bench")
+            _, counts = store.admission.admit(conn, tenant, batch, embedder_id="bench", actor="bench")
         judged += counts["judged"]
     return sum(len(b) for b in batches) / (time.perf_counter() - started), judged
 
@@ -427,8 +428,8 @@ def cost_part(settings: Settings, url: str, db: Database, existing_n: int, docs:
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     preload(url, tenant, existing_n)
     existing = preloaded_vectors(existing_n)
-    plain = MemoryStore(db, settings.decay, settings.merge)
-    gated = MemoryStore(
+    plain = Stores.over(db, settings.decay, settings.merge)
+    gated = Stores.over(
         db, settings.decay, settings.merge, gate=ContradictionGate(LocalHeuristicJudge(), settings.governance)
     )
     without_gate, _ = store_rate(plain, tenant, documents(settings, existing, docs, size, 1))
@@ -442,7 +443,7 @@ def cost_part(settings: Settings, url: str, db: Database, existing_n: int, docs:
 
     service = GovernanceService(
         settings=settings,
-        store=plain,
+        store=plain.admission,
         governance=GovernanceStore(db),
         embedder=None,  # type: ignore[arg-type]
         firewall=Firewall(PrivacyStore(db)),
@@ -484,22 +485,14 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings, db: Database) -> None:
-    store = MemoryStore(
+    store = Stores.over(
         db,
         settings.decay,
         settings.merge,
         gate=ContradictionGate(container.judge(), settings.governance, prejudges=False),
     )
-    service = IngestionService(
-        settings=settings,
-        store=store,
-        blobs=InMemoryBlobs(),
-        queue=None,  # type: ignore[arg-type]
-        extractor=container.extractor(),
-        embedder=container.embedder(),
-        firewall=container.firewall(),
-    )
-    retrieval = RetrievalService(settings=settings, store=store, embedder=container.embedder())
+    service = local_ingestion(settings, store, container.embedder(), extractor=container.extractor())
+    retrieval = RetrievalService(settings=settings, store=store.reads, embedder=container.embedder())
 
     figures = judge_part(settings) | judge_part(settings, "judge_pairs_holdout.jsonl", "_holdout")
     print(json.dumps(figures, indent=1))

@@ -24,7 +24,7 @@ from contextos.settings import Settings
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database
 from contextos.store.privacy import PrivacyStore
-from contextos.store.repository import MemoryStore
+from contextos.store.tenants import TenantStore
 
 from benchmarks.fixtures import embedded_database, summary_ms
 from benchmarks.report import write_report
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, settings: Settings, db: Database) -> None:
     service = ConversationService(
         settings=settings,
         store=ConversationStore(db),
-        tenant_ids=MemoryStore(db, settings.decay).tenant_ids,
+        tenant_ids=TenantStore(db).tenant_ids,
         firewall=Firewall(PrivacyStore(db)),
         queue=queue,
     )

@@ -37,7 +37,7 @@ from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks.report import write_report
 
@@ -163,7 +163,7 @@ GENERIC = frozenset(
 
 
 def ingest_documents(
-    settings: Settings, store: MemoryStore, embedder, docs: list[Document], tenant: str = TENANT
+    settings: Settings, store: Stores, embedder, docs: list[Document], tenant: str = TENANT
 ) -> tuple[dict[str, str], dict[str, dict], float]:
     """Every document through the ingestion service as deployed (local extractor, the store's gates)
     into ``tenant``: (document id → parsed text, document id → its counts and labels, seconds)."""
@@ -176,7 +176,7 @@ def ingest_documents(
     for doc in docs:
         parsed = parse_document(doc.data, filename=doc.filename, declared_type=None)
         texts[doc.id] = parsed.text
-        record, _ = store.create_document(
+        record, _ = store.documents.create_document(
             tenant,
             content_hash=uuid.uuid4().hex,
             filename=doc.filename,
@@ -185,7 +185,7 @@ def ingest_documents(
             size_bytes=len(doc.data),
         )
         service.process(DocumentJob(tenant_id=tenant, document_id=record.id), data=doc.data)
-        done = store.get_document(tenant, record.id)
+        done = store.documents.get_document(tenant, record.id)
         counts = done.counts or {}
         per_doc[doc.id] = {
             "status": done.status,
@@ -194,7 +194,7 @@ def ingest_documents(
             "accepted": counts.get("accepted"),
             "held_for_review": counts.get("held_for_review"),
             "superseded": counts.get("superseded"),
-            "memory_labels": [m["label"] for m in store.memories_of_document(tenant, record.id)],
+            "memory_labels": [m["label"] for m in store.documents.memories_of_document(tenant, record.id)],
         }
         print(f"{doc.id}: {per_doc[doc.id]['accepted']} concepts from {len(parsed.text):,} chars ({done.status})")
     return texts, per_doc, time.perf_counter() - started
@@ -224,7 +224,7 @@ def main() -> None:
         db = Database(url, get_dialect("postgres"), max_size=4)
         # As deployed with the local judge: both gates on.
         gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
-        store = MemoryStore(db, settings.decay, settings.merge, gate=gate)
+        store = Stores.over(db, settings.decay, settings.merge, gate=gate)
         texts, per_doc, ingest_s = ingest_documents(settings, store, embedder, docs)
 
         with db.tenant_tx(TENANT) as conn:  # what the memories hold at all, ranking aside
@@ -234,7 +234,7 @@ def main() -> None:
                     "SELECT label, definition, source_text FROM memories WHERE state = 'active'"
                 ).fetchall()
             )
-        retrieval = RetrievalService(settings=settings, store=store, embedder=embedder)
+        retrieval = RetrievalService(settings=settings, store=store.reads, embedder=embedder)
         rag = ChunkRag([c for d in docs for c in chunks_of(texts[d.id])])
         rows = []
         for q in questions:

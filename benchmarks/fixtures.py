@@ -28,7 +28,7 @@ from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from tests.memory_writer import add_memories
 
@@ -78,12 +78,12 @@ def embedded_database(
 
 
 @contextmanager
-def embedded_store(data_dir: Path, settings: Settings | None = None, *, max_size: int = 4) -> Iterator[MemoryStore]:
+def embedded_store(data_dir: Path, settings: Settings | None = None, *, max_size: int = 4) -> Iterator[Stores]:
     """A migrated embedded PostgreSQL under ``data_dir`` and the store over it (no gate: the loads
     below store as given)."""
     settings = settings or Settings()
     with embedded_database(data_dir, max_size=max_size) as db:
-        yield MemoryStore(db, settings.decay, settings.merge)
+        yield Stores.over(db, settings.decay, settings.merge)
 
 
 def analyze(db: Database) -> None:
@@ -131,7 +131,7 @@ def corpus(size: int, rng: np.random.Generator, *, near_duplicate_share: float =
     return Corpus(candidates, at, len(duplicates))
 
 
-def bulk_load(store: MemoryStore, tenant_id: str, data: Corpus, *, batch: int = LOAD_BATCH) -> list[UUID]:
+def bulk_load(store: Stores, tenant_id: str, data: Corpus, *, batch: int = LOAD_BATCH) -> list[UUID]:
     """Store every memory of the corpus as given (no gates, no merging), in batches; their ids in order."""
     ids: list[UUID] = []
     for start in range(0, len(data.candidates), batch):

@@ -26,7 +26,7 @@ from contextos.services.reports import ReportService
 from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.reports import ReportStore, community_peers
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks.fixtures import analyze, bulk_load, corpus, embedded_store, percentile, timed
 from benchmarks.report import write_report
@@ -34,7 +34,7 @@ from benchmarks.report import write_report
 TENANT = "bench-governance"
 
 
-def load(store: MemoryStore, db: Database, size: int, rng: np.random.Generator) -> list:
+def load(store: Stores, db: Database, size: int, rng: np.random.Generator) -> list:
     ids = bulk_load(store, TENANT, corpus(size, rng))
     documents = max(size // 50, 2)
     tags = max(size // 30, 2)

@@ -36,6 +36,7 @@ from contextos.lsh import signature_prefix, sketch
 from contextos.models import BASE_TRUST, Concept, DocumentJob, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.services.contradiction import ContradictionGate
+from contextos.services.document_pipeline import DocumentPipeline
 from contextos.services.firewall import Firewall
 from contextos.services.ingestion import IngestionService
 from contextos.settings import Settings
@@ -46,9 +47,10 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
 from contextos.store.privacy import PrivacyStore
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks.report import write_report
+from tests.memory_writer import new_document
 
 DIM = 384
 WORDS = (
@@ -124,7 +126,7 @@ def server_cpu_ns(pgdata: Path, *, backends_only: bool = False) -> int:
 
 
 def store_path(
-    store: MemoryStore,
+    store: Stores,
     settings: Settings,
     tenant: str,
     docs: int,
@@ -144,17 +146,7 @@ def store_path(
     rng = random.Random(seed)
     vectors = unit_vectors(docs * size, np.random.default_rng(seed))
     batches = [concept_batch(rng, seed * 10_000 + d, size) for d in range(docs)]
-    doc_ids = [
-        store.create_document(
-            tenant,
-            content_hash=uuid.uuid4().hex,
-            filename=None,
-            content_type=None,
-            provenance="user_upload",
-            size_bytes=1,
-        )[0].id
-        for _ in range(docs)
-    ]
+    doc_ids = [new_document(store, tenant) for _ in range(docs)]
     cfg = settings.extraction
     server_started = server_cpu_ns(pgdata) if pgdata else 0
     backends_started = server_cpu_ns(pgdata, backends_only=True) if pgdata else 0
@@ -196,9 +188,9 @@ def store_path(
         documents = [prepared(d) for d in range(first, min(first + batch, docs))]
         if batch == 1:
             (document,) = documents
-            store.store_concepts(tenant, document.candidates, document.source, embedder_id="bench")
+            store.admission.store_concepts(tenant, document.candidates, document.source, embedder_id="bench")
         else:
-            store.admit_documents(tenant, documents, embedder_id="bench")
+            store.admission.admit_documents(tenant, documents, embedder_id="bench")
 
     starts = range(0, docs, batch)
     if workers == 1:
@@ -307,21 +299,31 @@ def synthetic_document(rng: random.Random, n: int) -> str:
     return "\n\n".join(paragraphs)
 
 
-def local_ingestion(settings: Settings, store: MemoryStore, embedder) -> IngestionService:
-    """The ingestion service as the container builds it for the local stack (spaCy extraction, the
-    write firewall on the store's database), over ``store`` and with ``embedder``; no queue."""
+def local_ingestion(settings: Settings, store: Stores, embedder, extractor=None) -> IngestionService:
+    """The ingestion service as the container builds it for the local stack (spaCy extraction unless
+    ``extractor`` is given, the write firewall on the store's database), over ``store`` and with
+    ``embedder``; no queue."""
+    blobs, firewall = InMemoryBlobs(), Firewall(PrivacyStore(store.db))
     return IngestionService(
         settings=settings,
-        store=store,
-        blobs=InMemoryBlobs(),
+        documents=store.documents,
+        blobs=blobs,
         queue=None,  # type: ignore[arg-type]
-        extractor=LocalConceptExtractor(
-            max_concepts=settings.extraction.local_max_concepts,
-            definition_chars=settings.extraction.local_definition_chars,
-            generic_modifiers=settings.extraction.generic_modifiers,
+        pipeline=DocumentPipeline(
+            settings=settings,
+            documents=store.documents,
+            admissions=store.admission,
+            blobs=blobs,
+            extractor=extractor
+            or LocalConceptExtractor(
+                max_concepts=settings.extraction.local_max_concepts,
+                definition_chars=settings.extraction.local_definition_chars,
+                generic_modifiers=settings.extraction.generic_modifiers,
+            ),
+            embedder=embedder,
+            firewall=firewall,
         ),
-        embedder=embedder,
-        firewall=Firewall(PrivacyStore(store.db)),
+        firewall=firewall,
     )
 
 
@@ -332,7 +334,7 @@ def _e2e_service(url: str, settings: Settings, *, threads: int | None, embed_bat
 
     db = Database(url, get_dialect("postgres"), max_size=2)
     gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
-    store = MemoryStore(db, settings.decay, settings.merge, gate=gate)
+    store = Stores.over(db, settings.decay, settings.merge, gate=gate)
     # embed_batch: the previous embedder, a fixed count a batch (1: one text per run), for the A/B
     embedder = (
         LocalMiniLMEmbedder(threads=threads)
@@ -350,7 +352,8 @@ class _StageClock:
         self.seconds: dict[str, float] = {"extract": 0.0, "embed": 0.0}
 
     def wrap(self, service) -> None:
-        for stage, owner, method in (("extract", service.extractor, "extract"), ("embed", service.embedder, "embed")):
+        work = service.pipeline
+        for stage, owner, method in (("extract", work.extractor, "extract"), ("embed", work.embedder, "embed")):
             inner = getattr(owner, method)
 
             def timed(*args, _inner=inner, _stage=stage, **kwargs):
@@ -382,7 +385,7 @@ def _e2e_worker(
     db, store, service = _e2e_service(url, settings, threads=threads, embed_batch=embed_batch)
     clock = _StageClock()
     clock.wrap(service)
-    warm, _ = store.create_document(
+    warm, _ = store.documents.create_document(
         tenant,
         content_hash=uuid.uuid4().hex,
         filename="warm.md",
@@ -411,11 +414,11 @@ def _e2e_worker(
     db.close()
 
 
-def create_documents(store: MemoryStore, tenant: str, texts: list[str]) -> list[uuid.UUID]:
+def create_documents(store: Stores, tenant: str, texts: list[str]) -> list[uuid.UUID]:
     """A queued document row for each text (as an upload records it), their ids in order."""
     ids = []
     for text in texts:
-        record, _ = store.create_document(
+        record, _ = store.documents.create_document(
             tenant,
             content_hash=uuid.uuid4().hex,
             filename="notes.md",
@@ -429,7 +432,7 @@ def create_documents(store: MemoryStore, tenant: str, texts: list[str]) -> list[
 
 
 def end_to_end(
-    store: MemoryStore,
+    store: Stores,
     url: str,
     tenant: str,
     docs: int,
@@ -497,7 +500,7 @@ def _combined(halves: list[tuple[float, dict]]) -> tuple[float, dict]:
     return rate, {k: round(sum(c[k] for _, c in halves) / len(halves), 2) for k in keys}
 
 
-def _vector_counts(store: MemoryStore, tenant: str) -> tuple[int, int]:
+def _vector_counts(store: Stores, tenant: str) -> tuple[int, int]:
     """The tenant's vectors, and how many of them are in the ANN index."""
     with store.db.tenant_tx(tenant) as conn:
         row = conn.execute(
@@ -654,7 +657,7 @@ def main() -> None:
             set_shared_buffers(url, root / "pg", args.shared_buffers)
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=args.workers + 2)
-        store = MemoryStore(db, settings.decay, settings.merge)
+        store = Stores.over(db, settings.decay, settings.merge)
         run, reuse = _reuse(Path(tmp), db, args.existing) if args.data_dir else (0, False)
         seed = 1000 * run  # fresh labels each run on reused data
 
@@ -702,7 +705,7 @@ def main() -> None:
         # store-path runs above did not, so settle first (the gate scans the fresh segment exactly).
         settle_started, settle_server = time.perf_counter(), server_cpu_ns(pgdata)
         settled = 0
-        while n := store.settle_vectors("bench-full", limit=1000):
+        while n := store.admission.settle_vectors("bench-full", limit=1000):
             settled += n
         settle_rate = settled / (time.perf_counter() - settle_started)
         settle_cpu_ms = (server_cpu_ns(pgdata) - settle_server) / max(settled, 1) / 1e6
@@ -717,7 +720,7 @@ def main() -> None:
         )
         # As the container builds it for the local judge: no prejudging outside the lock.
         gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
-        gated = MemoryStore(db, settings.decay, settings.merge, gate=gate)
+        gated = Stores.over(db, settings.decay, settings.merge, gate=gate)
         gated_seq = store_path(
             gated,
             settings,

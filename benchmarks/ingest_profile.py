@@ -26,7 +26,7 @@ from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks.ingest import (
     DIM,
@@ -172,8 +172,8 @@ def settle_vs_insert(url: str, pgdata: Path, n: int) -> None:
         settled = 0
         settings = Settings()
         db = Database(url, get_dialect("postgres"), max_size=1)
-        store = MemoryStore(db, settings.decay, settings.merge)
-        while moved := store.settle_vectors(tenant, limit=200):
+        store = Stores.over(db, settings.decay, settings.merge)
+        while moved := store.admission.settle_vectors(tenant, limit=200):
             settled += moved
         print(
             f"  settle {settled}: {(server_cpu_ns(pgdata) - s0) / max(settled, 1) / 1e6:.2f} server CPU ms/vector,"

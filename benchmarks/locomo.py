@@ -1,6 +1,6 @@
 """Retrieval quality on LoCoMo (S14): the full S6 read path against BM25, dense-only and RRF baselines.
 
-Protocol (``../shared/datasets/locomo/README.md``): one memory per turn, written as
+Protocol (the dataset's README, beside ``locomo10.json``): one memory per turn, written as
 ``"[<session date>] <speaker>: <text> [shared image: <blip_caption>]"``; each conversation is its
 own tenant; each question (categories 1-4, evidence normalised, empty evidence skipped) queries
 only its conversation; evidence recall@k = |top-k dia_ids ∩ evidence| / |evidence|, averaged over
@@ -24,7 +24,7 @@ fusion of the two (k = 60, top 100 each).
 
 Run: ``.venv/bin/python benchmarks/locomo.py [--conversations N] [--limit-questions N]``.
 The data (CC BY-NC 4.0, Maharana et al., ACL 2024, github.com/snap-research/locomo) is read at
-run time from ``../shared/datasets/locomo/locomo10.json`` and never copied into the repository.
+run time from ``$CONTEXTOS_LOCOMO_DATA`` (``locomo_data``) and never copied into the repository.
 A fresh embedded PostgreSQL is started in a temp dir.
 """
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -59,12 +60,27 @@ from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.privacy import PrivacyStore
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks.report import write_report
 from tests.memory_writer import add_memories
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo10.json"
+LOCOMO_FILE = "datasets/locomo/locomo10.json"
+
+
+def locomo_data() -> Path:
+    """LoCoMo's ``locomo10.json``: ``$CONTEXTOS_LOCOMO_DATA``, else the first
+    ``datasets/locomo/locomo10.json`` found in the folder holding this repository or in a folder
+    beside it (the dataset's licence keeps it out of the repository: see the README)."""
+    named = os.environ.get("CONTEXTOS_LOCOMO_DATA")
+    if named:
+        return Path(named)
+    beside = Path(__file__).resolve().parents[1].parent
+    found = [beside / LOCOMO_FILE, *sorted(beside.glob(f"*/{LOCOMO_FILE}"))]
+    return next((path for path in found if path.is_file()), found[0])
+
+
+DATA = locomo_data()
 KS = (5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 EMBED_BATCH = 64
@@ -213,8 +229,26 @@ class InstrumentedRetrieval(RetrievalService):
         return chosen
 
 
+def scanned_read_path(
+    db: Database, settings: Settings, embedder, service: type[RetrievalService] = RetrievalService, blobs=None
+) -> tuple[Stores, LifecycleService, RetrievalService]:
+    """The stores over ``db``, the lifecycle scan and the read path as deployed (``service``, a
+    ``RetrievalService`` or a subclass that instruments it), sharing cold storage in ``blobs``."""
+    store = Stores.over(db, settings.decay, settings.merge)
+    lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
+    cold = ColdStorage(lifecycle_store, blobs or MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
+    scan = LifecycleService(
+        tenants=store.tenants,
+        vectors=store.admission,
+        lifecycle=lifecycle_store,
+        cold=cold,
+        settings=settings.lifecycle,
+    )
+    return store, scan, service(settings=settings, store=store.reads, embedder=embedder, cold=cold)
+
+
 def store_conversation(
-    store: MemoryStore, settings: Settings, tenant: str, conv: Conversation, vectors: np.ndarray, times: list[datetime]
+    store: Stores, settings: Settings, tenant: str, conv: Conversation, vectors: np.ndarray, times: list[datetime]
 ) -> dict:
     """One memory per turn, one ``add_memories`` call (and session id) per LoCoMo session.
     Returns memory id → dia_id."""
@@ -386,7 +420,7 @@ def stale_distractors(
     gate = ContradictionGate(LocalHeuristicJudge(), gov, prejudges=bool(gov.prejudge))  # as the container builds it
     writes = GovernanceService(
         settings=settings,
-        store=MemoryStore(db, settings.decay, settings.merge, gate=gate),
+        store=Stores.over(db, settings.decay, settings.merge, gate=gate).admission,
         governance=GovernanceStore(db),
         embedder=embedder,
         firewall=Firewall(PrivacyStore(db)),
@@ -478,11 +512,7 @@ def stale_only() -> dict:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), 384, "locomo-minilm")
         db = Database(url, get_dialect("postgres"), max_size=4)
-        lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
-        store = MemoryStore(db, settings.decay, settings.merge)
-        cold = ColdStorage(lifecycle_store, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-        scan = LifecycleService(store=store, lifecycle=lifecycle_store, cold=cold, settings=settings.lifecycle)
-        service = RetrievalService(settings=settings, store=store, embedder=embedder, cold=cold)
+        _, scan, service = scanned_read_path(db, settings, embedder)
         try:
             return stale_distractors(url, db, service, scan, settings, embedder)
         finally:
@@ -558,11 +588,7 @@ def main() -> None:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), 384, "locomo-minilm")
         db = Database(url, get_dialect("postgres"), max_size=4)
-        store = MemoryStore(db, settings.decay, settings.merge)
-        lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
-        cold = ColdStorage(lifecycle_store, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-        scan = LifecycleService(store=store, lifecycle=lifecycle_store, cold=cold, settings=settings.lifecycle)
-        service = InstrumentedRetrieval(settings=settings, store=store, embedder=embedder, cold=cold)
+        store, scan, service = scanned_read_path(db, settings, embedder, InstrumentedRetrieval)
 
         turn_offset = question_offset = 0
         for conv in conversations:
@@ -759,7 +785,8 @@ def main() -> None:
     }
     notes = [
         "Data: LoCoMo (Maharana et al., ACL 2024; github.com/snap-research/locomo, CC BY-NC 4.0), read at run "
-        "time from ../shared/datasets/locomo; categories 1-4 with normalised, non-empty evidence.",
+        "time from $CONTEXTOS_LOCOMO_DATA (datasets/locomo beside the repository by default); categories 1-4 "
+        "with normalised, non-empty evidence.",
         "One memory per turn (type event, importance 5, user_turn provenance), one tenant per conversation, "
         "one session id per LoCoMo session; recall = share of a question's evidence dia_ids in the top k, "
         "averaged over questions (percent).",

@@ -11,7 +11,7 @@ at run time; the order of the pair flips every question.
 
 Run: ``.venv/bin/python benchmarks/locomo_beside_large.py [--large 100000]``. Report:
 ``benchmarks/reports/locomo_beside_large.json`` and ``.md``. The data is read at run time from
-``../shared/datasets/locomo/locomo10.json`` and never copied into the repository.
+``$CONTEXTOS_LOCOMO_DATA`` (``benchmarks.locomo.locomo_data``) and never copied into the repository.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from benchmarks.locomo import (
     DATA,
@@ -102,11 +102,13 @@ def main() -> None:
         migrate(url, get_dialect("postgres"), 384, "locomo-minilm")
         loaded = load_corpus(url, large, corpus_vectors(large, pool, seed=6), settings, seed=9)  # drops the HNSW index
         setup = Database(url, get_dialect("postgres"), max_size=2)
-        store = MemoryStore(setup, settings.decay, settings.merge)
+        store = Stores.over(setup, settings.decay, settings.merge)
         life = LifecycleStore(setup, settings.decay, settings.lifecycle)
         blobs = MemoryBlobs()  # the cold bucket, shared by the setup's scan and the warm service
         cold = ColdStorage(life, blobs, settings.cold_bucket, settings.lifecycle)
-        scan = LifecycleService(store=store, lifecycle=life, cold=cold, settings=settings.lifecycle)
+        scan = LifecycleService(
+            tenants=store.tenants, vectors=store.admission, lifecycle=life, cold=cold, settings=settings.lifecycle
+        )
         tenants: dict[str, dict[str, str]] = {}
         id_maps: dict[str, dict] = {}
         offset = 0
@@ -125,7 +127,7 @@ def main() -> None:
                 tenants[conv.sample_id][timeline] = tenant
                 id_maps[tenant] = store_conversation(store, settings, tenant, conv, vectors, when)
                 scan.scan_tenant(tenant, LifecycleReport())  # as deployed: the lifecycle scan has run
-                while store.settle_vectors(tenant, limit=10_000):  # and settled every vector
+                while store.admission.settle_vectors(tenant, limit=10_000):  # and settled every vector
                     pass
         loaded["index_s"] = round(build_index(url), 1)  # HNSW over every tenant's vectors, then ANALYZE
         life.refresh_common_lexemes(LARGE_TENANT)

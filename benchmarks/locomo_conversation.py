@@ -40,22 +40,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contextos.conversations import FlushJob, MessageCreate
 from contextos.models import ContextRequest, LifecycleReport, Provenance
 from contextos.services.admission import Admission
-from contextos.services.cold import ColdStorage
 from contextos.services.contradiction import ContradictionGate
 from contextos.services.conversations import ConversationService
 from contextos.services.firewall import Firewall
-from contextos.services.lifecycle import LifecycleService
-from contextos.services.retrieval import RetrievalService
 from contextos.settings import Settings
 from contextos.store.admission import AdmissionStore
 from contextos.store.conversations import ConversationStore
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
-from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.privacy import PrivacyStore
-from contextos.store.repository import MemoryStore
 
 from benchmarks import locomo
 from benchmarks.report import REPORTS, write_report
@@ -125,11 +120,7 @@ def main() -> None:
             extractor=lambda: extractor,
             admission=lambda: admission,
         )
-        store = MemoryStore(db, settings.decay, settings.merge)
-        lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
-        cold = ColdStorage(lifecycle_store, locomo.MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-        scan = LifecycleService(store=store, lifecycle=lifecycle_store, cold=cold, settings=settings.lifecycle)
-        retrieval = RetrievalService(settings=settings, store=store, embedder=embedder, cold=cold)
+        _, scan, retrieval = locomo.scanned_read_path(db, settings, embedder)
         ingest_s = 0.0
         for conv in conversations:
             tenant = f"locomo-conv-{conv.sample_id}"

@@ -31,17 +31,13 @@ from contextos.config import RelevanceRecipe
 from contextos.models import ContextRequest, LifecycleReport
 from contextos.observability import metrics
 from contextos.scoring import rank
-from contextos.services.cold import ColdStorage
-from contextos.services.lifecycle import LifecycleService
 from contextos.services.reports import ReportService
 from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
-from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.reports import ReportStore
-from contextos.store.repository import MemoryStore
 
 from benchmarks import locomo
 from benchmarks.report import write_report
@@ -104,11 +100,7 @@ def main() -> None:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), 384, "locomo-minilm")
         db = Database(url, get_dialect("postgres"), max_size=4)
-        store = MemoryStore(db, settings.decay, settings.merge)
-        lifecycle_store = LifecycleStore(db, settings.decay, settings.lifecycle)
-        cold = ColdStorage(lifecycle_store, locomo.MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-        scan = LifecycleService(store=store, lifecycle=lifecycle_store, cold=cold, settings=settings.lifecycle)
-        service = Reranked(settings=settings, store=store, embedder=embedder, cold=cold)
+        store, scan, service = locomo.scanned_read_path(db, settings, embedder, Reranked)
         service.variants = {
             name: settings.retrieval.recipe(None).model_copy(update=change) for name, change in VARIANTS.items()
         }

@@ -52,6 +52,7 @@ from contextos.lsh import sketch
 from contextos.models import ContextRequest
 from contextos.normalization import initials, norm_key
 from contextos.observability import metrics
+from contextos.ports.reads import BM25Params
 from contextos.query_analysis import analyze
 from contextos.services.cold import ColdStorage
 from contextos.services.retrieval import RetrievalService
@@ -61,8 +62,9 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
-from contextos.store.text_search import BM25Params, bm25_call, phrase_forms
+from contextos.store.reads import ReadStore
+from contextos.store.stores import Stores
+from contextos.store.text_search import bm25_call, phrase_forms
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
@@ -659,11 +661,11 @@ def raw_hnsw(
 
 
 class TimingStore:
-    """Stands in for the ``MemoryStore`` inside a ``RetrievalService``: every store call the pipeline
+    """Stands in for the read store inside a ``RetrievalService``: every store call the pipeline
     makes is passed through, timed (start and end, so the overlap of the threaded searches shows)
     and recorded with its arguments, so each one can be replayed on its own with the same inputs."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: ReadStore) -> None:
         self._store = store
         self._lock = threading.Lock()
         self.calls: list[tuple[str, tuple, dict, float, float]] = []
@@ -688,7 +690,7 @@ class TimingStore:
 PARALLEL = ("vector_search", "text_rank")  # what RetrievalService._search runs in threads
 
 
-def stage_profile(settings: Settings, store: MemoryStore, tenant: str, queries: list[str], vectors: np.ndarray) -> dict:
+def stage_profile(settings: Settings, store: Stores, tenant: str, queries: list[str], vectors: np.ndarray) -> dict:
     """Where the time goes. Each query runs through the real pipeline with a ``TimingStore``:
 
     - ``in_pipeline``: each store call as timed inside the pipeline (vector and text overlap in
@@ -696,7 +698,7 @@ def stage_profile(settings: Settings, store: MemoryStore, tenant: str, queries: 
       the rest of the pipeline's wall time (query analysis, thread pool, scoring, budgets, assembly);
     - ``isolated``: every recorded store call replayed alone, sequentially, with the same arguments.
     """
-    proxy = TimingStore(store)
+    proxy = TimingStore(store.reads)
     service = RetrievalService(settings=settings, store=proxy, embedder=None)  # type: ignore[arg-type]
     inside: dict[str, list[float]] = {}
     alone: dict[str, list[float]] = {}
@@ -817,17 +819,19 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
     params = BM25Params(
         k1=cfg.bm25_k1, b=cfg.bm25_b, extra_weight=cfg.bm25_extra_weight, df_live_max=cfg.bm25_df_live_max
     )
-    store = MemoryStore(db, settings.decay, settings.merge)
+    store = Stores.over(db, settings.decay, settings.merge)
     k = cfg.bm25_k
     install_past_sql(db.conninfo, "bm25_0016")
     cpu = ServerCpu(db.conninfo)
     exact_ms, deployed_ms, kept, compared = [], [], 0.0, 0
     deployed_cpu, before_ms, before_cpu, same_as_before = [], [], [], 0
     for query in queries[:limit]:
-        ms, exact = timed(lambda q=query: store.text_rank(tenant, q, [], [], k=k, cap=None, params=params))
+        ms, exact = timed(lambda q=query: store.reads.text_rank(tenant, q, [], [], k=k, cap=None, params=params))
         exact_ms.append(ms)
         server = cpu.ms()
-        ms, deployed = timed(lambda q=query: store.text_rank(tenant, q, [], [], k=k, cap=cfg.bm25_cap, params=params))
+        ms, deployed = timed(
+            lambda q=query: store.reads.text_rank(tenant, q, [], [], k=k, cap=cfg.bm25_cap, params=params)
+        )
         deployed_cpu.append(cpu.ms() - server)
         deployed_ms.append(ms)
         # the same call to migration 0016's function (what the read path ran before 0027), back to back
@@ -869,7 +873,7 @@ def text_variants(url: str, db: Database, settings: Settings, tenant: str, queri
     matches, and how much of the rank-everything top k the bounded call keeps."""
     k, cap = settings.retrieval.text_k, settings.retrieval.text_match_cap
     owner_db = OwnerDatabase(url, get_dialect("postgres"), max_size=2)
-    app_store = MemoryStore(db, settings.decay, settings.merge)
+    app_store = Stores.over(db, settings.decay, settings.merge)
     per_query = [[a.terms(p) for p in a.phrases] for a in map(analyze, queries[:limit])]
     per_query = [phrases for phrases in per_query if phrases]
 
@@ -970,7 +974,7 @@ def pipeline_plans(db: Database, settings: Settings, tenant: str, queries: list[
     explaining = ExplainingDatabase(db)
     service = RetrievalService(
         settings=settings,
-        store=MemoryStore(explaining, settings.decay, settings.merge),  # type: ignore[arg-type]
+        store=Stores.over(explaining, settings.decay, settings.merge).reads,  # type: ignore[arg-type]
         embedder=None,  # type: ignore[arg-type]
     )
     for q, v in zip(queries, vectors, strict=True):
@@ -1018,7 +1022,7 @@ def measure(
     label: str,
     url: str,
     service: RetrievalService,
-    store: MemoryStore,
+    store: Stores,
     tenant: str,
     queries: list[str],
     qvecs: np.ndarray,
@@ -1137,11 +1141,11 @@ def main() -> None:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
-        store = MemoryStore(db, settings.decay, settings.merge)
+        store = Stores.over(db, settings.decay, settings.merge)
         lifecycle = LifecycleStore(db, settings.decay, settings.lifecycle)  # its text-statistics step
         # as deployed: cold stubs are searched too (there are none here, the searches still run)
         cold = ColdStorage(lifecycle, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-        service = RetrievalService(settings=settings, store=store, embedder=embedder, cold=cold)
+        service = RetrievalService(settings=settings, store=store.reads, embedder=embedder, cold=cold)
 
         small_load = _loaded(url, SMALL_TENANT, len(small)) or load(url, small, small_v, settings, seed=8)
         if not small_load.get("reused"):

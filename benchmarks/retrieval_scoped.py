@@ -47,8 +47,8 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
 from contextos.store.scoped_reads import ScopedReads
+from contextos.store.stores import Stores
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
@@ -301,8 +301,8 @@ def scoped_stage_profile(
     threads: ``parallel_searches`` is the wall time of that section) and each statement's
     ``tenant_read`` by kind, so what a scope adds over the unscoped pipeline shows per call."""
     timing_db = TimingDatabase(db)
-    store = MemoryStore(timing_db, settings.decay, settings.merge)  # type: ignore[arg-type]
-    proxy = TimingStore(store)
+    store = Stores.over(timing_db, settings.decay, settings.merge)  # type: ignore[arg-type]
+    proxy = TimingStore(store.reads)
     calls = proxy.calls
 
     class Profiled(RetrievalService):
@@ -383,10 +383,12 @@ def text_ab(
     install_before_bm25(url)
     arms = {
         "before": RetrievalService(
-            settings=settings, store=MemoryStore(RenamingDatabase(db), settings.decay, settings.merge), embedder=None
+            settings=settings,
+            store=Stores.over(RenamingDatabase(db), settings.decay, settings.merge).reads,
+            embedder=None,
         ),  # type: ignore[arg-type]
         "after": RetrievalService(
-            settings=settings, store=MemoryStore(db, settings.decay, settings.merge), embedder=None
+            settings=settings, store=Stores.over(db, settings.decay, settings.merge).reads, embedder=None
         ),  # type: ignore[arg-type]
     }
     server = ServerCpu(url)
@@ -510,11 +512,11 @@ def main() -> None:
         url = embedded_database_url(args.data_dir or Path(tmp))
         migrate(url, get_dialect("postgres"), DIM, "bench")
         db = Database(url, get_dialect("postgres"), max_size=settings.pool_max_size)
-        store = MemoryStore(db, settings.decay, settings.merge)
+        store = Stores.over(db, settings.decay, settings.merge)
         lifecycle = LifecycleStore(db, settings.decay, settings.lifecycle)  # its text-statistics step
         # as deployed: cold stubs are searched too (there are none here, the searches still run)
         cold = ColdStorage(lifecycle, MemoryBlobs(), settings.cold_bucket, settings.lifecycle)
-        service = RetrievalService(settings=settings, store=store, embedder=embedder, cold=cold)
+        service = RetrievalService(settings=settings, store=store.reads, embedder=embedder, cold=cold)
         held = db.tenant_read(LARGE_TENANT, ("SELECT count(*) AS n FROM memories", None))[0]["n"]
         if held == len(corpus):  # a kept database (--data-dir) built by an earlier run
             loaded, scopes = {"memories": held, "reused": str(args.data_dir)}, scope_sizes(url, LARGE_TENANT)

@@ -19,7 +19,7 @@
    invalid in ``pg_index`` (a benchmark-only catalog switch: the planner ignores an invalid index,
    writes still maintain it) and setting ``tenants.vector_index`` as the job would.
 4. **Per document**: real-text documents (20 concepts each, pre-embedded) through the store path
-   (`MemoryStore.store_concepts`: merge probes, gate, upserts, items, edges) into tenants of each
+   (`AdmissionStore.store_concepts`: merge probes, gate, upserts, items, edges) into tenants of each
    class; the server's CPU per document.
 5. **Lifecycle**: the real scan (`LifecycleService.run`) over every tenant after the stored clocks
    are moved 4 hours back (what the next scan finds due 4 hours after the previous one).
@@ -50,6 +50,7 @@ from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, ContextRequest, LifecycleReport, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.observability import metrics
+from contextos.ports.reads import BM25Params
 from contextos.services.lifecycle import LifecycleService
 from contextos.settings import Settings
 from contextos.sources import DocumentSource
@@ -58,9 +59,8 @@ from contextos.store.dialect import get_dialect
 from contextos.store.embedded import embedded_database_url
 from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
 from contextos.store.sql import next_transition
-from contextos.store.text_search import BM25Params
+from contextos.store.stores import Stores
 from contextos.store.vector_indexes import SHARED_INDEX, TenantVectorIndexes, index_name
 from pgvector.psycopg import register_vector
 
@@ -72,6 +72,7 @@ from benchmarks.report import REPORTS, write_report
 from benchmarks.retrieval import DIM, ServerCpu, build_index, load
 from benchmarks.scale_corpus import real_corpus, real_queries, real_vectors, size_class, zipf_sizes
 from benchmarks.warm import EXACT_TOP, pct, read_service
+from tests.memory_writer import new_document
 
 CLASSES = ("lt1k", "1k_20k", "20k_100k", "gt100k")
 RECIPE_VERSION = 1
@@ -238,7 +239,7 @@ def measure_layout(
     cfg = settings.retrieval
     db = Database(url, get_dialect("postgres"), min_size=2, max_size=2)
     service = read_service(db, settings, embedder, MemoryBlobs())  # type: ignore[arg-type]
-    store = service.store
+    store = service.store  # the read store (ReadPort)
     params = BM25Params(
         k1=cfg.bm25_k1, b=cfg.bm25_b, extra_weight=cfg.bm25_extra_weight, df_live_max=cfg.bm25_df_live_max
     )
@@ -324,7 +325,7 @@ def per_document_cpu(url: str, settings: Settings, targets: list[tuple[str, str]
     tenant (interleaved), the server's CPU per document (the backends serving the store)."""
     pool = passage_pool(docs * 20 * len(targets) + 1, build=False)
     db = Database(url, get_dialect("postgres"), max_size=2)
-    store = MemoryStore(db, settings.decay, settings.merge)
+    store = Stores.over(db, settings.decay, settings.merge)
     generic = settings.extraction.generic_modifiers
     per: dict[str, list[float]] = defaultdict(list)
     cpu = ServerCpu(url)
@@ -355,14 +356,7 @@ def per_document_cpu(url: str, settings: Settings, targets: list[tuple[str, str]
                         base_trust=BASE_TRUST[Provenance.user_upload],
                     )
                 )
-            doc_id = store.create_document(
-                tenant,
-                content_hash=uuid.uuid4().hex,
-                filename=None,
-                content_type=None,
-                provenance="user_upload",
-                size_bytes=1,
-            )[0].id
+            doc_id = new_document(store, tenant)
             source = DocumentSource(
                 document_id=doc_id,
                 provenance=Provenance.user_upload,
@@ -372,7 +366,7 @@ def per_document_cpu(url: str, settings: Settings, targets: list[tuple[str, str]
                 raw_text="x",
             )
             before = cpu.ms()
-            store.store_concepts(tenant, candidates, source, embedder_id="bench")
+            store.admission.store_concepts(tenant, candidates, source, embedder_id="bench")
             per[cls].append(cpu.ms() - before)
     cpu.close()
     db.close()
@@ -423,8 +417,10 @@ def _scan(db: Database, settings: Settings, job: TenantVectorIndexes) -> Lifecyc
     from contextos.services.cold import ColdStorage
 
     life = LifecycleStore(db, settings.decay, settings.lifecycle)
+    stores = Stores.over(db, settings.decay, settings.merge)
     service = LifecycleService(
-        store=MemoryStore(db, settings.decay, settings.merge),
+        tenants=stores.tenants,
+        vectors=stores.admission,
         lifecycle=life,
         cold=ColdStorage(life, MemoryBlobs(), settings.cold_bucket, settings.lifecycle),
         settings=settings.lifecycle,

@@ -100,7 +100,7 @@ def main() -> None:
             ConversationService(
                 settings=settings,
                 store=ConversationStore(memories.db),
-                tenant_ids=memories.tenant_ids,
+                tenant_ids=memories.tenants.tenant_ids,
                 firewall=Firewall(PrivacyStore(memories.db)),
                 queue=None,
             ),

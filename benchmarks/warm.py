@@ -29,8 +29,8 @@ from contextos.settings import Settings
 from contextos.store.db import Database
 from contextos.store.dialect import Dialect, get_dialect
 from contextos.store.lifecycle import LifecycleStore
-from contextos.store.repository import MemoryStore
 from contextos.store.scoped_reads import ScopedReads
+from contextos.store.stores import Stores
 from pgvector import Vector
 from pgvector.psycopg import register_vector
 
@@ -80,7 +80,7 @@ def read_service(db: Database, settings: Settings, embedder: Embedder, blobs: Co
     life = LifecycleStore(db, settings.decay, settings.lifecycle)
     return RetrievalService(
         settings=settings,
-        store=MemoryStore(db, settings.decay, settings.merge),
+        store=Stores.over(db, settings.decay, settings.merge).reads,
         embedder=embedder,
         cold=ColdStorage(life, blobs, settings.cold_bucket, settings.lifecycle),
     )

@@ -4,23 +4,24 @@ conversation turn). Production admits through ``contextos.store.admission`` alon
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
 from contextos.lsh import sketch
 from contextos.models import MemoryCandidate
-from contextos.store.admission_writes import candidate_columns
+from contextos.store.admission_writes import admitted_vectors, candidate_columns
 from contextos.store.governance import insert_subject_terms
 from contextos.store.locks import lock_tenant
-from contextos.store.repository import MemoryStore
 from contextos.store.session_neighbours import link_session_neighbours
 from contextos.store.sql import next_transition
+from contextos.store.stores import Stores
 from pgvector import Vector
 
 
 def add_memories(
-    store: MemoryStore,
+    stores: Stores,
     tenant_id: str,
     candidates: Sequence[MemoryCandidate],
     *,
@@ -34,6 +35,7 @@ def add_memories(
     ``session_id``/``message_seqs`` record where each came from. Returns the new ids in order."""
     if not candidates:
         return []
+    store = stores.admission
     d = store.decay
     times = list(at) if at is not None else [None] * len(candidates)
     seqs = list(message_seqs) if message_seqs is not None else [None] * len(candidates)
@@ -74,16 +76,18 @@ def add_memories(
         ]
         lsh = sketch([c.embedding for c in candidates])
         with conn.pipeline():
-            store._write_vectors(
+            store.write_vectors(
                 conn,
                 tenant_id,
-                list(candidates),
-                memory_rows,
+                admitted_vectors(
+                    list(candidates),
+                    memory_rows,
+                    {
+                        c.norm_key: (lsh.signatures[i], lsh.band_keys[i], Vector(c.embedding))
+                        for i, c in enumerate(candidates)
+                    },
+                ),
                 embedder_id,
-                {
-                    c.norm_key: (lsh.signatures[i], lsh.band_keys[i], Vector(c.embedding))
-                    for i, c in enumerate(candidates)
-                },
             )
             conn.execute(
                 """INSERT INTO memory_items (tenant_id, memory_id, session_id, message_from, message_to, label,
@@ -103,8 +107,21 @@ def add_memories(
             conn.execute(
                 "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [len(ids), tenant_id]
             )
-            if store.db.dialect.name == "postgres":
+            if store.db.dialect.keeps_subject_terms():
                 insert_subject_terms(conn, tenant_id, ids, [c.norm_key for c in candidates])
             if session_id is not None:
                 link_session_neighbours(conn, tenant_id, session_id, ids, seqs, store.merge.session_neighbour_weight)
     return ids
+
+
+def new_document(stores: Stores, tenant_id: str) -> UUID:
+    """A document record for memories to come from (its text never stored: only its id is used)."""
+    record, _ = stores.documents.create_document(
+        tenant_id,
+        content_hash=uuid.uuid4().hex,
+        filename=None,
+        content_type=None,
+        provenance="user_upload",
+        size_bytes=1,
+    )
+    return record.id

@@ -40,7 +40,7 @@ class ApiClient:
 
 
 def _running_stack() -> dict | None:
-    from contextos.local.stack import running_stack
+    from contextos.local.running import running_stack
 
     return running_stack()
 

@@ -165,8 +165,8 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     from contextos import container
     from contextos.services.reembed import Reembedder
 
-    reembedder = Reembedder(container.database(), container.embedder(), batch_size=args.batch)
-    tenants = args.tenant or container.memory_store().tenant_ids()
+    reembedder = Reembedder(container.reembed_store(), container.embedder(), batch_size=args.batch)
+    tenants = args.tenant or container.tenants().tenant_ids()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=False) as bar:
         tasks: dict[str, Any] = {}

@@ -7,7 +7,7 @@ local stack call ``reset()`` after changing the environment.
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextos.current_settings import get_settings, reset_settings
 
@@ -15,10 +15,15 @@ if TYPE_CHECKING:  # each factory imports its implementation: a function loads o
     from contextos.embedding import Embedder
     from contextos.extraction import ConceptExtractor
     from contextos.judge import Judge
-    from contextos.ports import AdmissionPort, DocumentPort, ReadPort, TenantPort
+    from contextos.ports.admission import AdmissionPort
+    from contextos.ports.documents import DocumentPort
+    from contextos.ports.lifecycle import TenantPort
+    from contextos.ports.management import ManagementPort
+    from contextos.ports.reads import ReadPort
+    from contextos.ports.unit_of_work import UnitOfWork
     from contextos.services.contradiction import ContradictionGate
     from contextos.store.db import Database
-    from contextos.store.repository import MemoryStore
+    from contextos.store.stores import Stores
 
 
 @cache
@@ -42,12 +47,27 @@ def database() -> Database:
 
 
 @lru_cache(maxsize=1)
-def memory_store() -> MemoryStore:
-    """Every aggregate store in one object (tests, benchmarks, tools); services take the ports below."""
-    from contextos.store.repository import MemoryStore
+def stores() -> Stores:
+    """The aggregate stores the factories below wire, side by side (tests, benchmarks, tools);
+    services take the ports."""
+    from contextos.store.admission import AdmissionStore
+    from contextos.store.documents import DocumentStore
+    from contextos.store.management import ManagementStore
+    from contextos.store.reads import ReadStore
+    from contextos.store.stores import Stores
+    from contextos.store.tenants import TenantStore
+    from contextos.store.unit_of_work import UnitOfWorkStore
 
-    settings = get_settings()
-    return MemoryStore(database(), settings.decay, settings.merge, gate=contradiction_gate())
+    # the very objects the factories wire (each factory builds its store's class)
+    return Stores(
+        db=database(),
+        documents=cast(DocumentStore, documents()),
+        admission=cast(AdmissionStore, admission_store()),
+        reads=cast(ReadStore, reads()),
+        tenants=cast(TenantStore, tenants()),
+        management=cast(ManagementStore, management()),
+        work=cast(UnitOfWorkStore, unit_of_work()),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -87,6 +107,26 @@ def tenants() -> TenantPort:
     from contextos.store.tenants import TenantStore
 
     return TenantStore(database())
+
+
+@lru_cache(maxsize=1)
+def management() -> ManagementPort:
+    from contextos.store.management import ManagementStore
+
+    return ManagementStore(database(), get_settings().decay)
+
+
+@lru_cache(maxsize=1)
+def unit_of_work() -> UnitOfWork:
+    from contextos.store.unit_of_work import UnitOfWorkStore
+
+    return UnitOfWorkStore(database())
+
+
+def reembed_store():  # -> ReembedPort
+    from contextos.store.reembed import ReembedStore
+
+    return ReembedStore(database())
 
 
 @lru_cache(maxsize=1)
@@ -151,18 +191,27 @@ def judge() -> Judge:
 @lru_cache(maxsize=1)
 def ingestion():  # -> IngestionService
     from contextos.adapters import S3BlobStore, SqsQueue
+    from contextos.services.document_pipeline import DocumentPipeline
     from contextos.services.ingestion import IngestionService
 
     settings = get_settings()
     if not settings.ingest_queue_url:
         raise RuntimeError("CONTEXTOS_INGEST_QUEUE_URL is not set")
+    blobs = S3BlobStore(aws_client("s3"))
     return IngestionService(
         settings=settings,
-        store=memory_store(),
-        blobs=S3BlobStore(aws_client("s3")),
+        documents=documents(),
+        blobs=blobs,
         queue=SqsQueue(aws_client("sqs"), settings.ingest_queue_url),
-        extractor=extractor(),
-        embedder=embedder(),
+        pipeline=DocumentPipeline(
+            settings=settings,
+            documents=documents(),
+            admissions=admission_store(),
+            blobs=blobs,
+            extractor=extractor(),
+            embedder=embedder(),
+            firewall=firewall(),
+        ),
         firewall=firewall(),
         workspace_upload=lambda tenant, key, name, data, ceiling: workspace().ingest_upload(
             tenant, key, name, data, ceiling=ceiling
@@ -173,8 +222,9 @@ def ingestion():  # -> IngestionService
 @lru_cache(maxsize=1)
 def keys():  # -> KeyService
     from contextos.services.keys import KeyService
+    from contextos.store.keys import KeyStore
 
-    return KeyService(database())
+    return KeyService(KeyStore(database()))
 
 
 @lru_cache(maxsize=1)
@@ -184,7 +234,10 @@ def memories():  # -> MemoryService
 
     settings = get_settings()
     return MemoryService(
-        store=memory_store(),
+        reads=reads(),
+        documents=documents(),
+        management=management(),
+        work=unit_of_work(),
         decay=settings.decay,
         settings=settings,
         embedder_factory=embedder,
@@ -203,6 +256,7 @@ def retrieval():  # -> RetrievalService
         embedder=embedder(),
         recent_turns=conversations().recent_turns,
         cold=cold_storage(),
+        versions=management(),
     )
 
 
@@ -260,13 +314,12 @@ def event_relay():  # -> EventRelay
     from contextos.adapters import EventBridgeBus
     from contextos.services.events import EventRelay
     from contextos.store.events import EventOutboxStore
-    from contextos.store.tenants import TenantStore
 
     return EventRelay(
         EventOutboxStore(database()),
         EventBridgeBus(aws_client("events")),
         get_settings().event_bus_name,
-        TenantStore(database()).tenant_ids,
+        tenants().tenant_ids,
     )
 
 
@@ -277,7 +330,8 @@ def lifecycle():  # -> LifecycleService
 
     cfg = get_settings().lifecycle
     return LifecycleService(
-        store=memory_store(),
+        tenants=tenants(),
+        vectors=admission_store(),
         lifecycle=lifecycle_store(),
         cold=cold_storage(),
         settings=cfg,
@@ -333,7 +387,7 @@ def reset() -> None:
     for factory in (
         aws_client,
         database,
-        memory_store,
+        stores,
         embedder,
         extractor,
         judge,
@@ -358,6 +412,8 @@ def reset() -> None:
         admission_store,
         reads,
         tenants,
+        management,
+        unit_of_work,
     ):
         factory.cache_clear()
     reset_settings()
@@ -381,11 +437,11 @@ def workspace():  # -> WorkspaceService
     from contextos.services.workspace import WorkspaceService
     from contextos.store.workspace import WorkspaceStore
 
-    settings = get_settings()
     return WorkspaceService(
-        settings=settings,
-        store=memory_store(),
-        workspace=WorkspaceStore(database(), settings.decay),
+        settings=get_settings(),
+        reads=WorkspaceStore(database()),
+        documents=documents(),
+        admissions=admission_store(),
         embedders=embedder,
         firewall=firewall(),
         submit_document=lambda tenant, request: ingestion().submit(tenant, request),
@@ -396,9 +452,8 @@ def workspace():  # -> WorkspaceService
 def erasure():  # -> ErasureService
     from contextos.adapters import S3BlobStore
     from contextos.services.erasure import ErasureService
-    from contextos.store.erasure import ErasureStore
 
-    return ErasureService(settings=get_settings(), store=ErasureStore(database()), blobs=S3BlobStore(aws_client("s3")))
+    return ErasureService(settings=get_settings(), work=unit_of_work(), blobs=S3BlobStore(aws_client("s3")))
 
 
 @lru_cache(maxsize=1)
@@ -406,7 +461,7 @@ def uploads():  # -> UploadService
     from contextos.adapters import S3BlobStore
     from contextos.services.uploads import UploadService
 
-    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")), tickets=memory_store())
+    return UploadService(settings=get_settings(), presigner=S3BlobStore(aws_client("s3")), tickets=documents())
 
 
 def forecast():  # -> ForecastService

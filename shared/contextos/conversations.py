@@ -10,9 +10,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import ConfigDict, Field
 
+from contextos.cursors import TIME_SESSION_CURSOR
 from contextos.errors import BadRequest, OccurredAtOutOfRange, ProvenanceAboveCeiling
 from contextos.instants import Instant
 from contextos.modelbase import BaseModel
@@ -124,6 +126,37 @@ class SessionView(BaseModel):
     flushes: list[FlushView] = Field(default_factory=list)
 
 
+class TaughtMemory(BaseModel):
+    """A memory a session's flushes fed: one it created, or an existing one a turn's concept merged into."""
+
+    id: UUID
+    label: str
+    type: str
+    state: str
+    outcome: Literal["admitted", "merged"]
+    message_from: int  # the turns it was learned from
+    message_to: int
+    superseded: list[UUID] = Field(default_factory=list)  # older memories it replaced (the contradiction gate)
+
+
+class HeldFromSession(BaseModel):
+    """A candidate a session's flush held for review (the trust gate, or the redaction policy's hold)."""
+
+    review_id: UUID
+    label: str
+    reason: str
+    trust: float
+    status: Literal["pending", "promoted", "rejected"]
+
+
+class SessionMemories(BaseModel):
+    """``GET /v1/sessions/{id}/memories``: what a session taught, as its flushes left it."""
+
+    session_id: str
+    memories: list[TaughtMemory]
+    held: list[HeldFromSession]
+
+
 class SessionListQuery(BaseModel):
     """``GET /v1/sessions``: newest first, optionally one status, a page at a time."""
 
@@ -131,7 +164,7 @@ class SessionListQuery(BaseModel):
 
     status: Literal["open", "ended"] | None = None
     limit: int = Field(default=50, ge=1, le=500)
-    cursor: str | None = Field(default=None, max_length=500)
+    cursor: str | None = Field(default=None, max_length=300, pattern=TIME_SESSION_CURSOR)
 
 
 class SessionCounts(BaseModel):

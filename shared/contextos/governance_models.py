@@ -1,12 +1,12 @@
 """Models of governance (S7, S3): held candidates, review decisions, history and the audit chain."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import ConfigDict, Field
 
-from contextos.modelbase import BaseModel
+from contextos.modelbase import JSON_INTEGER, BaseModel
 from contextos.models import MemoryCandidate, MemoryType, Provenance, StoreResult
 from contextos.redaction import RedactionPolicy
 from contextos.scopes import Scope
@@ -69,7 +69,7 @@ class MemoryCreate(BaseModel):
     label: str = Field(min_length=1, max_length=200)
     definition: str = Field(min_length=1, max_length=8000)
     type: MemoryType = MemoryType.fact
-    importance: int = Field(default=5, ge=1, le=10)
+    importance: Annotated[int, Field(ge=1, le=10), JSON_INTEGER] = 5
     provenance: Provenance | None = Field(
         default=None, description="Where it came from; defaults to (and is capped by) the credential's ceiling."
     )
@@ -86,9 +86,11 @@ class MemoryCreate(BaseModel):
 
 
 class MemoryAdmission(BaseModel):
-    """What became of a manual memory: admitted (with its id), or held for review."""
+    """What became of a manual memory: admitted (a new memory, or one that superseded an older
+    one), merged (it restated a memory already known: ``memory_id`` is the memory it joined), or held
+    for review (``review_id``)."""
 
-    status: Literal["admitted", "held"]
+    status: Literal["admitted", "merged", "held"]
     memory_id: UUID | None = None
     review_id: UUID | None = None
     provenance: Provenance

@@ -5,10 +5,11 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StrictBool, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from contextos.modelbase import BaseModel
+from contextos.cursors import TIME_ID_CURSOR
+from contextos.modelbase import JSON_INTEGER, NOT_SPACES_PATTERN, BaseModel
 from contextos.models import Band, DocumentStatus, MemoryType
 from contextos.scopes import ScopeFilter
 
@@ -22,7 +23,7 @@ class MemoryListQuery(ScopeFilter):
     tier: Literal["hot", "cold"] | None = None
     prefix: str | None = Field(default=None, min_length=1, max_length=200, description="Label starts with this.")
     limit: int = Field(default=50, ge=1, le=500)
-    cursor: str | None = Field(default=None, max_length=200)
+    cursor: str | None = Field(default=None, max_length=200, pattern=TIME_ID_CURSOR)
 
 
 class MemoryListItem(BaseModel):
@@ -55,6 +56,9 @@ class MemoryPage(BaseModel):
     next_cursor: str | None = None
 
 
+_NOT_CLEARABLE = ("label", "definition", "importance", "type", "always_load", "protected")
+
+
 class MemoryPatch(BaseModel):
     """``PATCH /v1/memories/{id}``: only the fields given change. A protected memory refuses every
     edit unless ``unlock`` is true (unprotecting it is an edit too).
@@ -63,20 +67,28 @@ class MemoryPatch(BaseModel):
     metadata); a memory always has a label, a definition, a type, an importance and its two flags,
     so ``null`` for those is a 422, as the schema says (they are not nullable in it)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # at least one field to change (``unlock`` alone changes nothing): the schema says so
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name]} for name in (*_NOT_CLEARABLE, "tags", "metadata", "user_id", "agent_id", "run_id")
+            ]
+        },
+    )
 
     label: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
     definition: Annotated[str, Field(min_length=1, max_length=8000)] | SkipJsonSchema[None] = None
-    importance: Annotated[int, Field(ge=1, le=10)] | SkipJsonSchema[None] = None
+    importance: Annotated[int, Field(ge=1, le=10), JSON_INTEGER] | SkipJsonSchema[None] = None
     type: MemoryType | SkipJsonSchema[None] = None
     tags: list[str] | None = Field(default=None, max_length=50, description="null clears them")
     metadata: dict[str, Any] | None = Field(default=None, description="null clears it")
-    always_load: bool | SkipJsonSchema[None] = None
-    protected: bool | SkipJsonSchema[None] = None
+    always_load: StrictBool | SkipJsonSchema[None] = None
+    protected: StrictBool | SkipJsonSchema[None] = None
     user_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
     agent_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
     run_id: str | None = Field(default=None, min_length=1, max_length=200, description="null clears it")
-    unlock: bool = Field(default=False, description="Required to edit a protected memory.")
+    unlock: StrictBool = Field(default=False, description="Required to edit a protected memory.")
 
     @model_validator(mode="after")
     def _required_fields_are_not_cleared(self) -> "MemoryPatch":
@@ -94,9 +106,6 @@ class MemoryPatch(BaseModel):
         if "metadata" in changes and changes["metadata"] is None:
             changes["metadata"] = {}
         return changes
-
-
-_NOT_CLEARABLE = ("label", "definition", "importance", "type", "always_load", "protected")
 
 
 class MemoryEdited(BaseModel):
@@ -124,7 +133,7 @@ class DocumentListQuery(BaseModel):
     status: DocumentStatus | None = None
     user_id: str | None = Field(default=None, max_length=200)
     limit: int = Field(default=50, ge=1, le=500)
-    cursor: str | None = Field(default=None, max_length=200)
+    cursor: str | None = Field(default=None, max_length=200, pattern=TIME_ID_CURSOR)
 
 
 class DocumentListItem(BaseModel):
@@ -203,12 +212,42 @@ class MemoryGraph(BaseModel):
     truncated: bool = False
 
 
+class GraphColumns(BaseModel):
+    """A page of the tenant's graph as columns (``GET /v1/graph/columns``): the memories and edges of
+    ``GET /v1/graph`` for the same ``offset`` and ``limit``, without a name per value. Memory ``i``
+    of the page is ``ids[i]``, ``labels[i]``, ``types[i]``, ``bands[i]``, ``importance[i]``,
+    ``communities[i]``; its rank in the tenant's graph is ``offset + i``. Edge ``j`` goes from the
+    memory ranked ``edge_src[j]`` to the one ranked ``edge_dst[j]``: one end on this page, the
+    other on it or an earlier page, so the pages 0..k hold each edge among their memories once."""
+
+    offset: int
+    ids: list[UUID]
+    labels: list[str]
+    types: list[str]
+    bands: list[Band]
+    importance: list[int]
+    communities: list[int | None] = Field(description="Louvain community, null until governance has computed it")
+    edge_src: list[int] = Field(description="rank of each edge's source memory")
+    edge_dst: list[int] = Field(description="rank of each edge's destination memory")
+    edge_types: list[str]
+    edge_weights: list[float]
+    truncated: bool = Field(description="more memories follow this page (ask again with offset + limit)")
+
+    @model_validator(mode="after")
+    def _columns_align(self) -> "GraphColumns":
+        nodes = {len(self.ids), len(self.labels), len(self.types), len(self.bands), len(self.importance)}
+        edges = {len(self.edge_src), len(self.edge_dst), len(self.edge_types), len(self.edge_weights)}
+        if len(nodes | {len(self.communities)}) != 1 or len(edges) != 1:
+            raise ValueError("every node column and every edge column has one value per node or edge")
+        return self
+
+
 class ErasureRequest(BaseModel):
     """``POST /v1/erasure/user``: the user scope to erase."""
 
     model_config = ConfigDict(extra="forbid")
 
-    user_id: str = Field(min_length=1, max_length=200)
+    user_id: str = Field(min_length=1, max_length=200, pattern=NOT_SPACES_PATTERN)
 
 
 class TenantErasureRequest(BaseModel):

@@ -2,13 +2,14 @@
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from contextos.instants import Instant
-from contextos.modelbase import BaseModel
+from contextos.modelbase import BASE64_PATTERN, JSON_INTEGER, NOT_BLANK_PATTERN, BaseModel
 from contextos.scopes import ScopeFilter
 
 
@@ -253,19 +254,23 @@ class LifecycleReport(BaseModel):
 class DocumentCreate(BaseModel):
     """``POST /v1/documents``: text, or base64 bytes with a filename (S11)."""
 
-    # Exactly one of the two contents, not blank; the schema says so, the ingestion service enforces it.
+    # Exactly one of the two contents, not blank: the schema says so and the model enforces it.
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
             "oneOf": [
-                {"required": ["text"], "properties": {"text": {"type": "string", "pattern": "\\S"}}},
-                {"required": ["content_base64"], "properties": {"content_base64": {"type": "string", "minLength": 4}}},
+                {"required": ["text"], "properties": {"content_base64": False}},
+                {"required": ["content_base64"], "properties": {"text": False}},
             ]
         },
     )
 
-    text: str | None = Field(default=None, description="Plain text or markdown.")
-    content_base64: str | None = Field(default=None, description="The file's bytes, base64-encoded.")
+    text: Annotated[str, Field(pattern=NOT_BLANK_PATTERN)] | SkipJsonSchema[None] = Field(
+        default=None, description="Plain text or markdown."
+    )
+    content_base64: Annotated[str, Field(min_length=4, pattern=BASE64_PATTERN)] | SkipJsonSchema[None] = Field(
+        default=None, description="The file's bytes, base64-encoded."
+    )
     filename: str | None = Field(default=None, max_length=1024)
     content_type: str | None = Field(default=None, max_length=255)
     provenance: Provenance = Provenance.user_upload
@@ -274,6 +279,13 @@ class DocumentCreate(BaseModel):
     agent_id: str | None = Field(default=None, min_length=1, max_length=200)
     run_id: str | None = Field(default=None, min_length=1, max_length=200)
     tags: list[str] = Field(default_factory=list, max_length=50)
+
+    @model_validator(mode="after")
+    def _one_content(self) -> "DocumentCreate":
+        given = [name for name in ("text", "content_base64") if name in self.model_fields_set]
+        if len(given) != 1 or getattr(self, given[0]) is None:
+            raise ValueError("give exactly one of 'text' or 'content_base64' (not null)")
+        return self
 
 
 class DocumentAccepted(BaseModel):
@@ -288,24 +300,26 @@ class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=8000)
-    max_memories: int | None = Field(default=None, ge=1, le=200)
-    token_budget: int | None = Field(default=None, ge=16, le=200_000)
+    max_memories: Annotated[int, Field(ge=1, le=200), JSON_INTEGER] | None = None
+    token_budget: Annotated[int, Field(ge=16, le=200_000), JSON_INTEGER] | None = None
     format: Literal["markdown", "json", "plain"] = "markdown"
-    dry_run: bool = False
+    dry_run: StrictBool = False
     session_id: str | None = Field(default=None, max_length=200)
     recipe: str | None = Field(default=None, max_length=100, description="A configured scoring recipe.")
     as_of: Instant | None = Field(
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
-    min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
-    min_relevance: float | None = Field(
+    min_trust: StrictFloat | None = Field(
+        default=None, ge=0.0, le=1.0, description="Leave out memories below this trust."
+    )
+    min_relevance: StrictFloat | None = Field(
         default=None,
         ge=0.0,
         le=1.0,
         description="Leave out memories below this calibrated relevance (default: the configured floor; 0 cuts none).",
     )
     scope: ScopeFilter | None = Field(default=None, description="Only memories of this user/agent/run, tags, metadata.")
-    include_history: bool = Field(default=False, description="Show each memory's superseded versions (S6).")
+    include_history: StrictBool = Field(default=False, description="Show each memory's superseded versions (S6).")
 
 
 class SearchRequest(BaseModel):
@@ -314,14 +328,16 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=8000)
-    limit: int = Field(default=20, ge=1, le=200)
+    limit: Annotated[int, Field(ge=1, le=200), JSON_INTEGER] = 20
     recipe: str | None = Field(default=None, max_length=100)
     as_of: Instant | None = Field(
         default=None, description="Answer with what was believed at this time (bi-temporal history, S7)."
     )
-    min_trust: float | None = Field(default=None, ge=0.0, le=1.0, description="Leave out memories below this trust.")
+    min_trust: StrictFloat | None = Field(
+        default=None, ge=0.0, le=1.0, description="Leave out memories below this trust."
+    )
     scope: ScopeFilter | None = Field(default=None, description="Only memories of this user/agent/run, tags, metadata.")
-    include_history: bool = Field(default=False, description="Show each memory's superseded versions (S6).")
+    include_history: StrictBool = Field(default=False, description="Show each memory's superseded versions (S6).")
 
 
 class SearchResult(BaseModel):

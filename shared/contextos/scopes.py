@@ -73,6 +73,10 @@ class ScopeFilter(BaseModel):
         return not (self.user_id or self.agent_id or self.run_id or self.tags or self.metadata)
 
 
+# A metadata filter in a query string: a key, "=", its value (the value may be empty or hold "=").
+METADATA_FILTER = r"^[^=]+="
+
+
 def metadata_filters(pairs: list[str] | None) -> dict[str, str | int | float | bool]:
     """``key=value`` query parameters as metadata equality filters; a value that reads as a JSON
     number or boolean matches that, anything else matches as a string."""

@@ -25,7 +25,7 @@ from uuid import UUID
 import httpx
 from pydantic import BaseModel
 
-from contextos.conversations import MessageAppended, SessionListItem, SessionPage, SessionView
+from contextos.conversations import MessageAppended, SessionListItem, SessionMemories, SessionPage, SessionView
 from contextos.governance_models import AuditPage, MemoryAdmission, MemoryHistory, ReviewOutcome, ReviewPage
 from contextos.management_models import (
     DocumentForgotten,
@@ -383,6 +383,10 @@ class Client:
 
     def end_session(self, session_id: str) -> SessionView:
         return self._get(SessionView, "POST", f"/v1/sessions/{session_id}/end")
+
+    def session_memories(self, session_id: str) -> SessionMemories:
+        """What a session taught: the memories its flushes created or merged into, and what they held."""
+        return self._get(SessionMemories, "GET", f"/v1/sessions/{session_id}/memories")
 
     def list_sessions(self, *, status: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
         params = _clean({"status": status, "cursor": cursor, "limit": limit})

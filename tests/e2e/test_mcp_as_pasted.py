@@ -68,6 +68,17 @@ async def call_every_tool(client: McpClient) -> None:
     _ok(await client.call_tool("edit_memory", {"memory_id": memory_id, "importance": 8}))
     assert _ok(await client.call_tool("memory_history", {"memory_id": memory_id}))["events"]
     _ok(await client.call_tool("log_session", {"session_id": f"s-{tag}", "role": "user", "content": "Hello."}))
+    said = f"Decision {tag}: the staging cluster {tag} is rebuilt every Sunday night from the main branch."
+    ended = _ok(
+        await client.call_tool("log_session", {"session_id": f"s-{tag}", "role": "user", "content": said, "end": True})
+    )
+    assert ended["session"]["status"] == "ended" and ended["session"]["flushes"]
+    note = f"The release calendar {tag} lives in the team wiki; releases {tag} need two approvals."
+    remembered = _ok(await client.call_tool("remember", {"text": note, "tags": [tag]}))
+    taught = {m["id"] for m in remembered["admitted"] + remembered["merged"]}
+    assert remembered["status"] == "done" and taught, remembered
+    again = _ok(await client.call_tool("remember", {"text": note, "tags": [tag]}))
+    assert not again["admitted"] and {m["id"] for m in again["merged"]} == taught, again
     _ok(await client.call_tool("forget_memory", {"memory_id": memory_id}))
     assert _ok(await client.call_tool("restore_memory", {"memory_id": memory_id}))["state"] == "active"
     missing = await client.call_tool("forget_document", {"document_id": str(uuid.uuid4())})

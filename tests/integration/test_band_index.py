@@ -18,7 +18,7 @@ DIM = 384
 
 @pytest.fixture
 def store(configured):
-    return container.memory_store()
+    return container.stores()
 
 
 def candidate(key: str, vector, *, type_: str = "fact", definition: str | None = None) -> MemoryCandidate:
@@ -36,10 +36,10 @@ def candidate(key: str, vector, *, type_: str = "fact", definition: str | None =
 
 
 def store_concepts(store, tenant, cands):
-    record, _ = store.create_document(
+    record, _ = store.documents.create_document(
         tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
     )
-    return store.store_document_concepts(
+    return store.admission.store_document_concepts(
         tenant, record.id, cands, embedder_id="test", source_type="text", domain="general", counts={}
     )
 
@@ -204,7 +204,7 @@ def test_a_bucket_collision_between_tenants_never_returns_the_other_tenants_band
                 band_params(tenant) | {"keys": owner_keys},
             ).fetchall()
             assert len(rows) == bands
-            probe = store._near_duplicate_query(tenant, [twin], lsh, [Vector(twin.embedding)])
+            probe = store.admission._near_duplicate_query(tenant, [twin], lsh, [Vector(twin.embedding)])
             assert len(conn.execute(*probe).fetchall()) == near
 
 

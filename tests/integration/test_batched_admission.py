@@ -107,10 +107,10 @@ DOCUMENTS: list[tuple[str, list[Concept]]] = [
 
 
 def create_documents(tenant: str) -> list[uuid.UUID]:
-    store = container.memory_store()
+    store = container.stores()
     ids = []
     for i, (provenance, _) in enumerate(DOCUMENTS):
-        record, _ = store.create_document(
+        record, _ = store.documents.create_document(
             tenant,
             content_hash=f"doc-{i}",
             filename=f"doc-{i}.md",
@@ -186,7 +186,7 @@ def _volatile(column: str) -> bool:
 
 def test_a_batch_admitted_in_one_transaction_equals_admitting_its_documents_one_by_one(configured):
     settings = get_settings()
-    admission = Admission(settings=settings, store=container.memory_store(), embedder=container.embedder())
+    admission = Admission(settings=settings, store=container.admission_store(), embedder=container.embedder())
     batched, single = f"t-batch-{uuid.uuid4().hex[:8]}", f"t-single-{uuid.uuid4().hex[:8]}"
 
     batched_ids = create_documents(batched)
@@ -228,7 +228,7 @@ We decided to use feature flags for risky changes in service {n}. Feature flags 
 
 
 def post(tenant: str, text: str) -> str:
-    record, _ = container.memory_store().create_document(
+    record, _ = container.stores().documents.create_document(
         tenant,
         content_hash=uuid.uuid4().hex,
         filename="runbook.md",
@@ -251,8 +251,8 @@ def test_an_sqs_batch_of_one_tenant_is_admitted_in_one_transaction_and_each_docu
     poison = {"MessageId": "poison", "ReceiptHandle": "rp", "Body": "{not json"}
     result = invoke("ingest", sqs_event([*messages, poison], "arn:aws:sqs:us-east-1:000000000000:q"))
     assert [f["itemIdentifier"] for f in result["batchItemFailures"]] == ["poison"]
-    store = container.memory_store()
-    docs = [store.get_document(tenant, uuid.UUID(i)) for i in ids]
+    store = container.stores()
+    docs = [store.documents.get_document(tenant, uuid.UUID(i)) for i in ids]
     assert {d.status for d in docs} == {"done"} and all(d.counts["accepted"] > 0 for d in docs)
     with container.database().tenant_tx(tenant) as conn:
         finished = {r["updated_at"] for r in conn.execute("SELECT updated_at FROM documents")}
@@ -262,8 +262,8 @@ def test_an_sqs_batch_of_one_tenant_is_admitted_in_one_transaction_and_each_docu
 
 def test_when_one_document_fails_in_the_batch_the_others_are_admitted_one_by_one(configured, tenant, monkeypatch):
     ids = [post(tenant, RUNBOOK.format(n=n)) for n in range(3)]
-    store = container.memory_store()
-    real = store._finish_source
+    store = container.stores()
+    real = store.admission._finish_source
     bad = uuid.UUID(ids[1])
 
     def finish(conn, tenant_id, source, counts):  # one document's own bookkeeping breaks
@@ -271,13 +271,12 @@ def test_when_one_document_fails_in_the_batch_the_others_are_admitted_one_by_one
             raise RuntimeError("the database rejected this document's row")
         real(conn, tenant_id, source, counts)
 
-    monkeypatch.setattr(store, "_finish_source", finish)
-    service = container.ingestion()
-    service.store = store
+    monkeypatch.setattr(store.admission, "_finish_source", finish)
+    service = container.ingestion().pipeline  # admits through the container's admission store: the one patched
     outcomes = service.process_jobs([DocumentJob(tenant_id=tenant, document_id=uuid.UUID(i)) for i in ids])
     assert outcomes[0] is None and outcomes[2] is None
     assert outcomes[1] is not None  # transient for the queue: it retries this one alone
-    docs = [store.get_document(tenant, uuid.UUID(i)) for i in ids]
+    docs = [store.documents.get_document(tenant, uuid.UUID(i)) for i in ids]
     assert [d.status for d in docs] == ["done", "queued", "done"]
     with container.database().tenant_tx(tenant) as conn:
         sources = {r["document_id"] for r in conn.execute("SELECT DISTINCT document_id FROM memory_items")}

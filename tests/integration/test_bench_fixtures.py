@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def store(configured):
-    return container.memory_store()
+    return container.stores()
 
 
 def learned_now(data: Corpus) -> Corpus:
@@ -56,10 +56,10 @@ def test_a_near_duplicate_of_a_loaded_memory_merges_into_it(store, tenant):
     data = learned_now(corpus(20, np.random.default_rng(5), near_duplicate_share=0.0))
     ids = bulk_load(store, tenant, data)
     twin = data.candidates[7].model_copy(update={"norm_key": f"another key {uuid.uuid4().hex[:6]}"})
-    record, _ = store.create_document(
+    record, _ = store.documents.create_document(
         tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
     )
-    result = store.store_document_concepts(
+    result = store.admission.store_document_concepts(
         tenant, record.id, [twin], embedder_id="bench", source_type="text", domain="general", counts={}
     )
     assert result.merged == 1 and result.created == 0

@@ -11,10 +11,11 @@ from contextos import container
 from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
+from contextos.ports.reads import BM25Params
 from contextos.scopes import ScopeFilter
 from contextos.store.history import HistoricalReads
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
-from contextos.store.text_search import BM25Params, bm25_call
+from contextos.store.text_search import bm25_call
 
 from benchmarks.past_sql import install_past_sql
 from tests.memory_writer import add_memories
@@ -27,7 +28,7 @@ def add(tenant: str, texts: list[str]) -> list:
     vector = [1.0] + [0.0] * (get_settings().embedding_dimensions - 1)
     rate = decay_rate(5, "fact", get_settings().decay)
     return add_memories(
-        container.memory_store(),
+        container.stores(),
         tenant,
         [
             MemoryCandidate(
@@ -130,19 +131,19 @@ def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
     with container.database().tenant_tx(tenant) as conn:
         conn.execute("UPDATE memories SET user_id = 'ana' WHERE id = ANY(%s)", [ana])
         conn.execute("UPDATE memories SET user_id = 'bo', tags = '{night}' WHERE id = ANY(%s)", [bo])
-    store = container.memory_store()
+    store = container.stores()
     params = BM25Params()
-    tenant_wide = store.text_rank(tenant, "zebra", [], [], k=40, cap=200, params=params)
+    tenant_wide = store.reads.text_rank(tenant, "zebra", [], [], k=40, cap=200, params=params)
     assert {r["id"] for r in tenant_wide} <= set(ana)  # what widening the tenant's ranking would have kept
     for scope in (ScopeFilter(user_id="bo"), ScopeFilter(tags=["night"])):
-        reads = ScopedReads(store, scope, exact_scan_max_rows=5)  # bo's 12 rows count as a large scope
+        reads = ScopedReads(store.reads, scope, exact_scan_max_rows=5)  # bo's 12 rows count as a large scope
         rows = reads.text_rank(tenant, "zebra", [], [], k=10, cap=200, params=params)
         assert len(rows) == 10 and {r["id"] for r in rows} <= set(bo), scope
         then = ScopedHistoricalReads(HistoricalReads(container.database(), datetime.now(UTC)), scope, 5)
         rows = then.text_rank(tenant, "zebra", [], [], k=10, cap=200, params=params)  # as of now: the same
         assert len(rows) == 10 and {r["id"] for r in rows} <= set(bo), scope
     assert (
-        ScopedReads(store, ScopeFilter(user_id="cy"), exact_scan_max_rows=0).text_rank(
+        ScopedReads(store.reads, ScopeFilter(user_id="cy"), exact_scan_max_rows=0).text_rank(
             tenant, "zebra", [], [], k=10, cap=200, params=params
         )
         == []
@@ -169,7 +170,7 @@ def test_a_scopes_ranking_is_the_tenants_ranking_of_its_memories(configured, ten
     small = ScopeFilter(user_id="ana")
     expected = [(r["id"], r["score"]) for r in tenant_exact if r["id"] in set(ana)][:10]
     for reads in (
-        ScopedReads(container.memory_store(), small),
+        ScopedReads(container.reads(), small),
         ScopedHistoricalReads(HistoricalReads(db, datetime.now(UTC)), small),
     ):
         # cap 12: the tenant (400) and the query's postings are far above 4 x cap, ana's matches below
@@ -216,7 +217,7 @@ def test_a_small_tenant_is_ranked_exactly_from_its_own_rows_beside_a_large_one(c
     other = f"{tenant}-crowd"
     add(other, corpus(600, seed=5))  # the same words, many more rows, another tenant
     ids = set(add(tenant, corpus(120, seed=6)))
-    store = container.memory_store()
+    store = container.stores().reads
     params = BM25Params()
     for query in ("zebra walrus heron", "badger otter falcon lynx bison", "heron"):
         bounded = store.text_rank(tenant, query, [], [], k=20, cap=10, params=params)  # 120 <= 12.5 x 10: small

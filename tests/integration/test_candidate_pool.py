@@ -11,7 +11,7 @@ import pytest
 from contextos import container
 from contextos.current_settings import get_settings
 from contextos.models import ContextRequest
-from contextos.store.history import PoolRequest
+from contextos.ports.reads import PoolRequest
 
 from tests.integration.test_reports import add, sql, unit
 
@@ -69,7 +69,7 @@ def _request(
 
 def _pool(tenant: str, ids: dict[str, uuid.UUID], *, top: list[str], known: list[str] = ()) -> dict[str, dict]:
     request = _request(list(ids.values()), top=[ids[label] for label in top], known=[ids[label] for label in known])
-    rows = container.memory_store().candidate_pool(tenant, unit((0, 1.0)), request)
+    rows = container.stores().reads.candidate_pool(tenant, unit((0, 1.0)), request)
     return {r["label"]: r for r in rows}
 
 
@@ -153,7 +153,7 @@ def test_the_pool_reads_the_excerpts_holding_the_query_stems_first_as_it_always_
 
     from tests.integration.test_merging import candidates, store_concepts
 
-    store = container.memory_store()
+    store = container.stores()
     filler = [f"The harbour crane number {n} lifts containers during the {n}th shift." for n in range(24)]
     first = [*filler[:20], "A quokka backoff of five minutes follows every missed window."]
     second = ["The quokka backoff doubles after three failures.", *filler[20:]]
@@ -167,7 +167,7 @@ def test_the_pool_reads_the_excerpts_holding_the_query_stems_first_as_it_always_
     cfg = get_settings().retrieval
     query_stems = sorted(stems("quokka backoff"))
     request = _request([memory["id"]], stems=query_stems)
-    (row,) = store.candidate_pool(tenant, unit((0, 1.0)), request)
+    (row,) = store.reads.candidate_pool(tenant, unit((0, 1.0)), request)
     (reference,) = sql(
         tenant,
         REFERENCE_EXCERPTS,

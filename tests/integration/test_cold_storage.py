@@ -28,7 +28,7 @@ class StepFault(RuntimeError):
 
 @pytest.fixture
 def seeded(configured, tenant, local_embedder):
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(store, tenant, candidates(local_embedder, SPECS, related=RELATED))
     return tenant
 
@@ -156,11 +156,13 @@ def test_archival_writes_full_memories_to_one_object_and_leaves_stubs(seeded, s3
     assert len(actions) == 2 and {(a["actor"], a["reason"]) for a in actions} == {("lifecycle", "forgotten")}
 
     # Every hot read path leaves the stubs out: vector, text, graph, and the assembled context (dry run).
-    store = container.memory_store()
+    store = container.stores()
     vector = local_embedder.embed([query_text("Canary release")])[0]
-    assert not {r["id"] for r in store.vector_search(seeded, vector, k=10, ef_search=40)} & {r["id"] for r in cold}
-    assert store.text_search(seeded, [["canary release"]], k=10, cap=100) == []
-    graph = store.graph_expand(
+    assert not {r["id"] for r in store.reads.vector_search(seeded, vector, k=10, ef_search=40)} & {
+        r["id"] for r in cold
+    }
+    assert store.reads.text_search(seeded, [["canary release"]], k=10, cap=100) == []
+    graph = store.reads.graph_expand(
         seeded, [r["id"] for r in rows(seeded) if r["tier"] == "hot"], hops=2, fall=0.5, shared_source_weight=0.3, k=20
     )
     assert not {g["id"] for g in graph} & {r["id"] for r in cold}

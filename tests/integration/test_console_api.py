@@ -1,5 +1,6 @@
 """The reads the console draws from, on the real database: the tenant graph paged past its
-first page (each edge once, on the page that loads its second end) and the forgetting forecast
+first page (each edge once, on the page that loads its second end), the same graph as columns,
+and the forgetting forecast
 (every active memory counted at every day, banded by the real decay closed forms)."""
 
 from collections import Counter
@@ -49,6 +50,45 @@ def test_the_graph_pages_past_its_first_page_and_returns_each_edge_once(configur
     assert {n["band"] for n in whole["nodes"]} == {"strong", "fading", "critical", "forgotten"}
 
 
+def test_the_graph_columns_hold_the_pages_memories_and_edges_with_edges_as_ranks(configured, tenant):
+    seed(tenant, 250)
+    status, whole = call_api("GET", "/v1/graph", tenant, query={"limit": "1000"})
+    assert status == 200
+    status, columns = call_api("GET", "/v1/graph/columns", tenant)
+    assert status == 200 and not columns["truncated"] and columns["offset"] == 0
+    assert columns["ids"] == [n["id"] for n in whole["nodes"]]
+    for column, field in (("labels", "label"), ("types", "type"), ("bands", "band"), ("importance", "importance")):
+        assert columns[column] == [n[field] for n in whole["nodes"]], column
+    assert columns["communities"] == [n["community"] for n in whole["nodes"]]
+    ids = columns["ids"]
+    drawn = zip(columns["edge_src"], columns["edge_dst"], columns["edge_types"], columns["edge_weights"], strict=True)
+    assert sorted((ids[s], ids[d], t, w) for s, d, t, w in drawn) == sorted(
+        (e["src"], e["dst"], e["type"], e["weight"]) for e in whole["edges"]
+    )
+
+    # pages of columns: the same memories in order, each edge once, its ends ranked on this or an earlier page
+    ranked, edges, offset = [], [], 0
+    for _ in range(10):
+        status, page = call_api("GET", "/v1/graph/columns", tenant, query={"limit": "70", "offset": str(offset)})
+        assert status == 200 and page["offset"] == offset
+        ranked += page["ids"]
+        ends = list(zip(page["edge_src"], page["edge_dst"], page["edge_types"], strict=True))
+        assert all(offset <= max(s, d) < len(ranked) for s, d, _ in ends)
+        edges += [(ranked[s], ranked[d], t) for s, d, t in ends]
+        offset += len(page["ids"])
+        if not page["truncated"]:
+            break
+    assert ranked == ids and offset == 250
+    assert len(edges) == len(set(edges))
+    assert sorted(edges) == sorted((e["src"], e["dst"], e["type"]) for e in whole["edges"])
+
+    status, page = call_api("GET", "/v1/graph/columns", tenant, query={"offset": "250"})
+    assert status == 200 and page["ids"] == [] and page["edge_src"] == [] and not page["truncated"]
+    for query in ({"limit": "0"}, {"limit": "5001"}, {"offset": "-1"}):
+        status, body = call_api("GET", "/v1/graph/columns", tenant, query=query)
+        assert status == 422 and body["error"]["code"] == "validation_error", query
+
+
 def test_the_forecast_counts_every_memory_and_starts_from_todays_bands(configured, tenant):
     seed(tenant, 80)
     memories = all_memories(tenant)
@@ -76,7 +116,7 @@ def test_the_forecast_counts_every_memory_and_starts_from_todays_bands(configure
 
 def test_the_forecast_refuses_bad_input_with_stable_codes(configured, tenant):
     status, body = call_api("GET", "/v1/forecast", tenant, query={"policy": "exponential"})
-    assert status == 400 and body["error"]["code"] == "bad_request"
+    assert status == 200 and "λ = 0.15 a day" in body["alternative"]["description"]  # a middle-importance rate
     for query in ({"days": "0"}, {"days": "9999"}, {"policy": "linear"}, {"rate": "1.5"}):
         status, body = call_api("GET", "/v1/forecast", tenant, query=query)
         assert status == 422 and body["error"]["code"] == "validation_error", query
@@ -121,3 +161,33 @@ def test_a_memorys_strength_curve_comes_from_its_decay_anchors(configured, tenan
     assert by_band["fading"] < by_band["critical"] < by_band["forgotten"]
     status, body = call_api("GET", "/v1/forecast/memories/00000000-0000-4000-8000-000000000000", tenant)
     assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def test_strengths_that_fall_below_a_float_are_forgotten_not_a_server_error(configured, tenant):
+    """PostgreSQL raises on a float underflow where Python returns 0.0: an extreme alternative rate
+    over a long horizon, or a memory anchored years ago, is a strength in the forgotten band."""
+    from contextos import container
+
+    seed(tenant, 3)
+    with container.database().tenant_tx(tenant) as conn:  # eight years ago: 0.01^2920, exp(-(2920/30)^1.5)
+        conn.execute(
+            """UPDATE memories SET strength_anchor_at = now() - interval '2920 days', decay_rate = 0.99,
+                      decay_policy = CASE WHEN id = (SELECT min(id::text)::uuid FROM memories WHERE tenant_id = %(t)s)
+                                          THEN 'weibull' ELSE 'exponential' END,
+                      decay_scale = 30, decay_shape = 1.5
+               WHERE tenant_id = %(t)s""",
+            {"t": tenant},
+        )
+    for query in (
+        {"policy": "exponential", "rate": "0.9999999999999998", "days": "111", "step": "21"},
+        {"policy": "exponential", "rate": "0.9", "days": "365"},
+        {"policy": "weibull", "days": "365"},
+    ):
+        status, body = call_api("GET", "/v1/forecast", tenant, query=query)
+        assert status == 200, (query, body)
+        assert body["current"]["points"][0]["forgotten"] == body["memories"] == 3
+    for memory in all_memories(tenant):
+        status, detail = call_api("GET", f"/v1/memories/{memory['id']}", tenant)
+        assert status == 200 and detail["strength"] < 1e-100, detail
+    status, body = call_api("POST", "/v1/context", tenant, {"query": "anything at all", "dry_run": True})
+    assert status == 200, body

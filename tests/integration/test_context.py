@@ -151,7 +151,7 @@ def test_a_small_tenant_beside_a_large_one_still_gets_k_results(configured, tena
     """pgvector 0.6 filters ANN results after the index scan; the store must not lose rows."""
     from contextos.models import MemoryCandidate, Provenance
 
-    store = container.memory_store()
+    store = container.stores()
     big = "big-" + tenant
     texts = [f"topic number {i} about distributed systems and caching layer {i % 37}" for i in range(600)]
     vectors = local_embedder.embed(texts)
@@ -173,10 +173,10 @@ def test_a_small_tenant_beside_a_large_one_still_gets_k_results(configured, tena
         ]
 
     for owner, n in ((big, 600), (tenant, 25)):
-        accepted = container.ingestion().store.create_document(
+        accepted = container.documents().create_document(
             owner, content_hash=owner, filename=None, content_type=None, provenance="user_upload", size_bytes=1
         )[0]
-        store.store_document_concepts(
+        store.admission.store_document_concepts(
             owner,
             accepted.id,
             candidates(owner, n),
@@ -190,7 +190,7 @@ def test_a_small_tenant_beside_a_large_one_still_gets_k_results(configured, tena
         conn.execute("ANALYZE memories")
     query = local_embedder.embed(["caching layer"])[0]
     for exact_up_to in (0, 20_000):  # the ANN pass with its exact re-ask, and the exact pass up front
-        rows = store.vector_search(tenant, query, k=20, ef_search=20, exact_scan_max_rows=exact_up_to)
+        rows = store.reads.vector_search(tenant, query, k=20, ef_search=20, exact_scan_max_rows=exact_up_to)
         assert len(rows) == 20
     assert len(rows) == 20
     with container.database().tenant_tx(tenant) as conn:

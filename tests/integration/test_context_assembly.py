@@ -18,7 +18,7 @@ OTHER = [
 
 @pytest.fixture
 def memories(configured, tenant, local_embedder):
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(store, tenant, candidates(local_embedder, [CANARY_V1, *OTHER]))
     store_concepts(store, tenant, candidates(local_embedder, [CANARY_V2]))  # a second source: an excerpt
     store_concepts(store, tenant, candidates(local_embedder, [RULE]))

@@ -126,7 +126,7 @@ def test_a_context_query_in_a_session_reads_its_turns_and_writes_only_the_contex
 ):
     from tests.integration.test_merging import candidates, store_concepts
 
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(
         store,
         tenant,
@@ -432,12 +432,12 @@ def test_the_store_refuses_to_store_a_range_twice(configured, tenant, service, l
 
     say(service, tenant, "twice", [("user", "We use trunk-based development.")])
     service.end(tenant, "twice")
-    store = container.memory_store()
+    store = container.stores()
     cands = candidates(local_embedder, [("Trunk-based development", "The team merges to trunk daily.", "decision")])
     source = SessionSource(session_id="twice", message_from=1, message_to=1)
-    first = store.store_concepts(tenant, cands, source, embedder_id="local")
+    first = store.admission.store_concepts(tenant, cands, source, embedder_id="local")
     before = counts(tenant)
-    second = store.store_concepts(tenant, cands, source, embedder_id="local")
+    second = store.admission.store_concepts(tenant, cands, source, embedder_id="local")
     assert first.created == 1 and not first.already_stored
     assert second.already_stored and second.created == 0 and counts(tenant) == before
 

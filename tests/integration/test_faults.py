@@ -223,7 +223,7 @@ def test_a_worker_killed_during_cold_archival_leaves_each_memory_exactly_once(st
     from tests.integration.test_cold_storage import RELATED, SPECS
     from tests.integration.test_merging import candidates, store_concepts
 
-    store_concepts(container.memory_store(), tenant, candidates(container.embedder(), SPECS, related=RELATED))
+    store_concepts(container.stores(), tenant, candidates(container.embedder(), SPECS, related=RELATED))
     before = snapshot(tenant)
     forgotten = ["Canary release", "Feature flags", "Rollback plan"]
     forget(tenant, forgotten)

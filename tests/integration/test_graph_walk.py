@@ -16,7 +16,7 @@ FALL = 0.5
 def graph(configured, tenant, local_embedder):
     """Memories each from its own document (no shared-source links), edges set by hand."""
     names = ["seed", *(f"b{i}" for i in range(1, 6)), *(f"c{i}" for i in range(1, 6)), "far"]
-    store = container.memory_store()
+    store = container.stores()
     for name in names:
         store_concepts(store, tenant, candidates(local_embedder, [(f"Node {name}", f"Graph node {name}.", "fact")]))
     with container.database().tenant_tx(tenant) as conn:
@@ -54,7 +54,7 @@ def unbounded(edges, seed: str, hops: int) -> dict[str, float]:
 def test_the_bounded_walk_returns_the_unbounded_walks_top_k(graph, k):
     tenant, ids, edges = graph
     names = {v: n for n, v in ids.items()}
-    rows = container.memory_store().graph_expand(
+    rows = container.stores().reads.graph_expand(
         tenant, [ids["seed"]], hops=2, fall=FALL, shared_source_weight=0.3, k=k
     )
     got = [(names[r["id"]], round(float(r["weight"]), 6)) for r in rows]
@@ -64,14 +64,14 @@ def test_the_bounded_walk_returns_the_unbounded_walks_top_k(graph, k):
 
 def test_weights_fall_per_hop_both_ways_and_never_lead_home(graph):
     tenant, ids, _ = graph
-    rows = container.memory_store().graph_expand(
+    rows = container.stores().reads.graph_expand(
         tenant, [ids["seed"]], hops=2, fall=FALL, shared_source_weight=0.3, k=20
     )
     weights = {r["id"]: float(r["weight"]) for r in rows}
     assert weights[ids["b1"]] == pytest.approx(0.5)  # 1.0 x 0.5
     assert weights[ids["c1"]] == pytest.approx(0.25)  # then against the edge's direction: 0.5 x 1.0 x 0.5
     assert ids["seed"] not in weights and ids["far"] not in weights  # no way home; three hops is too far
-    three = container.memory_store().graph_expand(
+    three = container.stores().reads.graph_expand(
         tenant, [ids["seed"]], hops=3, fall=FALL, shared_source_weight=0.3, k=20
     )
     assert {r["id"]: float(r["weight"]) for r in three}[ids["far"]] == pytest.approx(0.125)

@@ -128,10 +128,10 @@ def test_instructions_inside_a_document_are_treated_as_data(configured, tenant, 
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
-        ({"text": ""}, 400, "bad_request"),
-        ({"content_base64": ""}, 400, "bad_request"),
-        ({"content_base64": "!!!not base64!!!"}, 400, "bad_request"),
-        ({"text": "   \n\t  "}, 400, "bad_request"),
+        ({"text": ""}, 422, "validation_error"),  # the document declares non-blank text and base64's form
+        ({"content_base64": ""}, 422, "validation_error"),
+        ({"content_base64": "!!!not base64!!!"}, 422, "validation_error"),
+        ({"text": "   \n\t  "}, 422, "validation_error"),
         ({"text": "x", "provenance": "system"}, 422, "validation_error"),
         (["not", "an", "object"], 422, "validation_error"),
     ],
@@ -184,7 +184,7 @@ def test_path_traversal_filenames_keep_only_their_last_component(
     ],
 )
 def test_s3_keys_outside_a_tenant_prefix_are_ignored_without_failing_the_batch(configured, key):
-    before = container.memory_store().tenant_ids()
+    before = container.stores().tenants.tenant_ids()
     record = {
         "eventName": "ObjectCreated:Put",
         "s3": {"bucket": {"name": "contextos-uploads"}, "object": {"key": key, "size": 10}},
@@ -192,7 +192,7 @@ def test_s3_keys_outside_a_tenant_prefix_are_ignored_without_failing_the_batch(c
     message = {"MessageId": "m", "ReceiptHandle": "r", "Body": json.dumps({"Records": [record]})}
     result = invoke("ingest", sqs_event([message], "arn:aws:sqs:us-east-1:000000000000:q"))
     assert result == {"batchItemFailures": []}
-    assert container.memory_store().tenant_ids() == before
+    assert container.stores().tenants.tenant_ids() == before
 
 
 def test_the_same_object_notified_twice_becomes_one_document(configured, tenant, s3, local_aws, drain_ingest_queue):

@@ -161,9 +161,9 @@ def test_invalid_utf8_ends_as_a_failed_document_with_a_reason(configured, tenant
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
-        ({"text": ""}, 400, "bad_request"),
-        ({"text": "a", "content_base64": "YQ=="}, 400, "bad_request"),
-        ({"content_base64": "%%%not-base64"}, 400, "bad_request"),
+        ({"text": ""}, 422, "validation_error"),  # the schema says: exactly one content, not blank, base64
+        ({"text": "a", "content_base64": "YQ=="}, 422, "validation_error"),
+        ({"content_base64": "%%%not-base64"}, 422, "validation_error"),
         ({"text": "hello", "tenant_id": "someone-else"}, 422, "validation_error"),
         ({"text": 42}, 422, "validation_error"),
         ({"text": "x", "provenance": "root"}, 422, "validation_error"),

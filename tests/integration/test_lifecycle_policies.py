@@ -88,7 +88,7 @@ def test_each_tenant_decays_by_its_configured_policy(configured, tenant, local_e
     other = f"{tenant}-x"
     monkeypatch.setenv("CONTEXTOS_DECAY__TENANT_POLICIES", f'{{"{tenant}": "weibull"}}')
     container.reset()
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(store, tenant, candidates(local_embedder, SPECS))
     store_concepts(store, other, candidates(local_embedder, SPECS))
     fresh = memory(tenant, "Canary release")
@@ -117,11 +117,11 @@ def test_each_tenant_decays_by_its_configured_policy(configured, tenant, local_e
 def test_reinforcement_reanchors_and_stretches_the_weibull_scale(configured, tenant, local_embedder, monkeypatch):
     monkeypatch.setenv("CONTEXTOS_DECAY__POLICY", "weibull")
     container.reset()
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(store, tenant, candidates(local_embedder, SPECS))
     age(tenant, "Canary release", days=7)  # exp(−1) = 0.367879
     before = memory(tenant, "Canary release")
-    store.reinforce_and_log(tenant, [before["id"]], intent="default", budget=100, tokens_used=10)
+    store.reads.reinforce_and_log(tenant, [before["id"]], intent="default", budget=100, tokens_used=10)
     after = memory(tenant, "Canary release")
     # S ← 0.7 · e^−1 + 0.3 = 0.557516; access_count 0 → 1, so η = 7 · 1.5 = 10.5 days
     assert after["strength_anchor"] == pytest.approx(0.7 * 0.36787944 + 0.3, rel=1e-5)
@@ -138,7 +138,7 @@ def test_reinforcement_reanchors_and_stretches_the_weibull_scale(configured, ten
 
 
 def test_band_transitions_open_one_reminder_per_entry_into_critical(configured, tenant, local_embedder):
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(store, tenant, candidates(local_embedder, SPECS))
     age(tenant, "Canary release", days=3)  # 0.85^3 = 0.614: fading, no reminder
     age(tenant, "Feature flags", days=8)  # 0.85^8 = 0.272: critical, one reminder
@@ -165,7 +165,7 @@ def test_band_transitions_open_one_reminder_per_entry_into_critical(configured, 
     assert len(everything) == 1
     assert call_api("GET", "/v1/reminders", f"{tenant}-other")[1]["reminders"] == []  # tenant-scoped
     assert call_api("POST", f"/v1/reminders/{reminder['id']}/acknowledge", f"{tenant}-other")[0] == 404
-    assert call_api("GET", "/v1/reminders", tenant, query={"cursor": "not-a-cursor"})[0] == 400
+    assert call_api("GET", "/v1/reminders", tenant, query={"cursor": "not-a-cursor"})[0] == 422  # not its form
 
     # Reinforced back to fading, then critical again: a new entry, a new reminder.
     age(tenant, "Feature flags", days=1, anchor=0.6)  # 0.6 · 0.85 = 0.51: fading
@@ -176,7 +176,7 @@ def test_band_transitions_open_one_reminder_per_entry_into_critical(configured, 
 
 
 def test_reminders_page_with_a_cursor(configured, tenant, local_embedder):
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(store, tenant, candidates(local_embedder, SPECS))
     for label, _, _ in SPECS:
         age(tenant, label, days=12)  # decisions 0.85^12 = 0.142, the fact 0.925^12 = 0.392: all critical
@@ -190,7 +190,7 @@ def test_reminders_page_with_a_cursor(configured, tenant, local_embedder):
 
 
 def test_scratch_memories_expire_after_their_ttl(configured, tenant, local_embedder):
-    store = container.memory_store()
+    store = container.stores()
     now = datetime.now(UTC)
     specs = [
         ("Scratch note old", "A temporary working note the agent wrote a day and more ago.", "scratch"),

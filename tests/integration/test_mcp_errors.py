@@ -17,6 +17,7 @@ MEMORY_ID = "00000000-0000-4000-8000-000000000001"
 BAD_CALLS = {
     "get_context": ({"query": "deploys", "token_budget": 1}, {"query": "deploys\x00"}),
     "save_memory": ({"label": "", "definition": "x"}, {"label": "Deploy", "definition": "Tuesdays\x00"}),
+    "remember": ({"text": "Deploys are on Tuesdays.", "wait_s": 500}, {"text": "Deploys\x00 are on Tuesdays."}),
     "search_memories": ({"query": "deploys", "limit": 0}, {"query": "deploys", "user_id": "ana\x00"}),
     "forget_memory": ({"reason": "no id"}, {"memory_id": MEMORY_ID, "reason": "asked\x00"}),
     "log_session": (

@@ -26,6 +26,7 @@ from tests.conftest import REPO
 TOOLS = {
     "get_context",
     "save_memory",
+    "remember",
     "search_memories",
     "forget_memory",
     "log_session",
@@ -108,6 +109,10 @@ async def exercise_every_tool(client: Client) -> None:
 
     logged = data(await client.call_tool("log_session", {"session_id": "s-1", "role": "user", "content": "Hi."}))
     assert logged["seq"] == 1
+
+    # nothing polls this suite's conversation queue: the text is buffered and its flush queued
+    noted = data(await client.call_tool("remember", {"text": "The canary gets five percent.", "wait_s": 0}))
+    assert noted["status"] == "queued" and noted["session_id"].startswith("remember-")
 
     resource = await client.read_resource(f"contextos://memories/{memory_id}")
     assert json.loads(resource.contents[0].text)["id"] == memory_id

@@ -1,7 +1,6 @@
 """S4 step 7: key, acronym and near-duplicate merges; every occurrence kept; safe under concurrency."""
 
 import threading
-import uuid
 
 import pytest
 from contextos import container
@@ -11,19 +10,12 @@ from contextos.lsh import BANDS
 from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 
-from tests.memory_writer import add_memories
+from tests.memory_writer import add_memories, new_document
 
 
 @pytest.fixture
 def store(configured):
-    return container.memory_store()
-
-
-def new_document(store, tenant: str) -> uuid.UUID:
-    record, _ = store.create_document(
-        tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
-    )
-    return record.id
+    return container.stores()
 
 
 def candidates(embedder, specs: list[tuple[str, str, str]], related: dict[str, list[str]] | None = None):
@@ -47,7 +39,7 @@ def candidates(embedder, specs: list[tuple[str, str, str]], related: dict[str, l
 
 
 def store_concepts(store, tenant, cands):
-    return store.store_document_concepts(
+    return store.admission.store_document_concepts(
         tenant, new_document(store, tenant), cands, embedder_id="local", source_type="text", domain="general", counts={}
     )
 
@@ -261,15 +253,15 @@ def test_a_new_memory_is_searchable_before_and_after_its_vector_joins_the_ann_in
     with container.database().tenant_tx(tenant) as conn:
         assert conn.execute("SELECT bool_or(indexed) AS any FROM memory_vectors").fetchone()["any"] is False
         assert conn.execute("SELECT count(*) AS n FROM memory_vector_bands").fetchone()["n"] == BANDS
-    fresh = store.vector_search(tenant, query, k=5, ef_search=40)
-    assert store.settle_vectors(tenant, limit=10) == 1
-    settled = store.vector_search(tenant, query, k=5, ef_search=40)
+    fresh = store.reads.vector_search(tenant, query, k=5, ef_search=40)
+    assert store.admission.settle_vectors(tenant, limit=10) == 1
+    settled = store.reads.vector_search(tenant, query, k=5, ef_search=40)
     labels = {r["id"]: r["label"] for r in active_memories(tenant)}
     assert (
         [labels[r["id"]] for r in fresh] == [labels[r["id"]] for r in settled] == ["Group Relative Policy Optimization"]
     )
     assert fresh[0]["vector_sim"] == pytest.approx(settled[0]["vector_sim"], abs=1e-6)
-    assert store.settle_vectors(tenant, limit=10) == 0
+    assert store.admission.settle_vectors(tenant, limit=10) == 0
 
 
 def test_the_lifecycle_scan_settles_fresh_vectors(store, tenant, local_embedder):
@@ -302,7 +294,7 @@ def test_add_memories_stores_each_candidate_as_given_with_its_time_and_session(s
     assert [r["label"] for r in rows] == ["Turn D1:1", "Turn D1:2"]
     assert [r["created_at"] for r in rows] == said and [r["last_accessed_at"] for r in rows] == said
     assert [(r["session_id"], r["message_from"]) for r in rows] == [("conv-1", 1), ("conv-1", 2)]
-    hits = store.vector_search(tenant, local_embedder.embed(["painting a sunrise"])[0], k=1, ef_search=10)
+    hits = store.reads.vector_search(tenant, local_embedder.embed(["painting a sunrise"])[0], k=1, ef_search=10)
     assert [r["id"] for r in rows if r["label"] == "Turn D1:2"] == [hits[0]["id"]]
 
 

@@ -155,7 +155,7 @@ def test_an_agent_forgets_its_own_memory_but_not_one_it_shares_with_another_teac
         "/v1/memories",
         {"label": "Taught by agent", "definition": "Taught by agent matters for the team.", "type": "fact"},
     )
-    assert status == 201 and body["memory_id"] == world.own["agent"], body
+    assert status == 200 and body["status"] == "merged" and body["memory_id"] == world.own["agent"], body
     status, body = rest(agent, "DELETE", f"/v1/memories/{world.own['agent']}")
     assert status == 403 and body["error"]["code"] == "forbidden"
 

@@ -25,8 +25,8 @@ from contextos.store.contradictions import neighbours
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.history import HistoricalReads
-from contextos.store.repository import MemoryStore
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
+from contextos.store.stores import Stores
 
 from tests.memory_writer import add_memories
 
@@ -82,13 +82,13 @@ def tenants(database_url: str) -> Iterator[tuple[Tenant, Tenant]]:
     rng = np.random.default_rng(27)
     centre = rng.standard_normal(DIM)
     db = Database(database_url, get_dialect("postgres"), min_size=1, max_size=1)
-    store = MemoryStore(db, get_settings().decay)
+    store = Stores.over(db, get_settings().decay)
     tenants = []
     for size, prefix in ((LARGE, "large"), (SMALL, "small")):
         name = f"t-{prefix}-{uuid.uuid4().hex[:8]}"
         vectors = unit(centre + 1.2 * rng.standard_normal((size, DIM)))
         ids = add_memories(store, name, memory_candidates(vectors, prefix), embedder_id="local")
-        while store.settle_vectors(name, limit=1000):
+        while store.admission.settle_vectors(name, limit=1000):
             pass
         tenants.append(Tenant(name, ids, vectors))
     with psycopg.connect(database_url, autocommit=True) as owner:  # what autovacuum would have done
@@ -99,7 +99,7 @@ def tenants(database_url: str) -> Iterator[tuple[Tenant, Tenant]]:
 
 
 @pytest.fixture(params=["auto", "force_generic_plan"])
-def world(request, database_url: str, tenants: tuple[Tenant, Tenant]) -> Iterator[tuple[MemoryStore, Tenant, Tenant]]:
+def world(request, database_url: str, tenants: tuple[Tenant, Tenant]) -> Iterator[tuple[Stores, Tenant, Tenant]]:
     """A pool of one fresh connection per test: every statement's plans are cached on it alone.
 
     After five custom plans of a prepared statement PostgreSQL may keep a generic one, by comparing
@@ -108,7 +108,7 @@ def world(request, database_url: str, tenants: tuple[Tenant, Tenant]) -> Iterato
     db = Database(database_url, get_dialect("postgres"), min_size=1, max_size=1)
     with db.pool.connection() as conn:
         conn.execute(f"SET plan_cache_mode = {request.param}")  # the session's: this connection keeps it
-    yield MemoryStore(db, get_settings().decay), *tenants
+    yield Stores.over(db, get_settings().decay), *tenants
     db.close()
 
 
@@ -137,7 +137,7 @@ def test_the_plain_vector_search_is_exact_for_a_small_tenant_on_a_warm_connectio
     store, large, small = world
     answers = []
     for tenant, q in alternate(large, small):
-        hits = store.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=EXACT_MAX)
+        hits = store.reads.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=EXACT_MAX)
         if tenant is small:
             answers.append([h["id"] for h in hits] == small.exact_top(q, K))
         else:
@@ -152,7 +152,7 @@ def test_the_short_answer_fallback_is_exact_on_a_warm_connection(world):
     answers = []
     for tenant, q in alternate(large, small):
         bound = 0 if tenant is small else EXACT_MAX
-        hits = store.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=bound)
+        hits = store.reads.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=bound)
         if tenant is small:
             answers.append([h["id"] for h in hits] == small.exact_top(q, K))
     assert all(answers), f"{answers.count(False)} of {len(answers)} fallback answers were not exact"
@@ -168,7 +168,9 @@ def test_the_contradiction_neighbours_are_exact_for_a_small_tenant_on_a_warm_con
     for tenant, q in alternate(large, small):
         [probe] = memory_candidates(q[None, :], "probe")
         with store.db.tenant_tx(tenant.name) as conn:
-            rows = neighbours(conn, tenant.name, [probe], [probe.norm_key], len(tenant.ids), "postgres", settings)
+            rows = neighbours(
+                conn, tenant.name, [probe], [probe.norm_key], len(tenant.ids), get_dialect("postgres"), settings
+            )
         if tenant is small:
             found = [r["id"] for r in rows if not r["key_match"]]
             answers.append(found == small.exact_top(q, k))
@@ -185,8 +187,8 @@ def test_the_scoped_readers_are_exact_for_a_small_scope_on_a_warm_connection(wor
     with store.db.tenant_tx(large.name) as conn:
         conn.execute("UPDATE memories SET user_id = %s WHERE id = ANY(%s)", [big_owner, large.ids])
     readers = {
-        small.name: ScopedReads(store, ScopeFilter(user_id=owner), exact_scan_max_rows=EXACT_MAX),
-        large.name: ScopedReads(store, ScopeFilter(user_id=big_owner), exact_scan_max_rows=EXACT_MAX),
+        small.name: ScopedReads(store.reads, ScopeFilter(user_id=owner), exact_scan_max_rows=EXACT_MAX),
+        large.name: ScopedReads(store.reads, ScopeFilter(user_id=big_owner), exact_scan_max_rows=EXACT_MAX),
     }
     answers = []
     for tenant, q in alternate(large, small):
@@ -223,7 +225,7 @@ def test_the_cold_stub_search_is_exact_for_a_small_tenant_on_a_warm_connection(c
     rng = np.random.default_rng(5)
     name = f"t-cold-{uuid.uuid4().hex[:8]}"
     vectors = unit(large.vectors[:40] + 0.8 * rng.standard_normal((40, DIM)) / np.sqrt(DIM))
-    ids = add_memories(container.memory_store(), name, memory_candidates(vectors, "cold"), embedder_id="local")
+    ids = add_memories(container.stores(), name, memory_candidates(vectors, "cold"), embedder_id="local")
     with container.database().tenant_tx(name) as conn:  # thirty unused days: forgotten
         conn.execute(
             """UPDATE memories SET strength_anchor = 1.0, strength_anchor_at = now() - interval '30 days',
@@ -238,7 +240,7 @@ def test_the_cold_stub_search_is_exact_for_a_small_tenant_on_a_warm_connection(c
     answers = []
     for tenant, q in alternate(large, Tenant(name, ids, vectors)):
         hits = reads.cold_candidates(tenant.name, q, [], limit=10)
-        store.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=EXACT_MAX)
+        store.reads.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=EXACT_MAX)
         if tenant.name == name:
             answers.append({h["id"] for h in hits} == set(cold.exact_top(q, 10)))
     assert all(answers), f"{answers.count(False)} of {len(answers)} cold-stub answers were not exact"
@@ -255,7 +257,7 @@ def test_a_tenant_with_its_own_index_answers_from_it_on_a_warm_connection(world,
     try:
         recalls, short = [], 0
         for tenant, q in alternate(large, small):
-            hits = store.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=0)
+            hits = store.reads.vector_search(tenant.name, q, k=K, ef_search=EF_SEARCH, exact_scan_max_rows=0)
             if tenant is small:
                 ids = [h["id"] for h in hits]
                 assert set(ids) <= set(small.ids)

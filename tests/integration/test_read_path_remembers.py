@@ -11,7 +11,7 @@ from contextos import container
 from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, ContextRequest, LifecycleReport, MemoryCandidate, Provenance
-from contextos.store.text_search import BM25Params
+from contextos.ports.reads import BM25Params
 
 from tests.helpers import call_api
 from tests.memory_writer import add_memories
@@ -25,7 +25,7 @@ OTHERS = [
 
 
 def add(tenant: str, embedder, specs: list[tuple[str, str]], *, days_ago: float, kind: str = "event") -> list:
-    store = container.memory_store()
+    store = container.stores()
     rate = decay_rate(5, kind, get_settings().decay)
     vectors = embedder.embed([f"{label}: {definition}" for label, definition in specs])
     at = datetime.now(UTC) - timedelta(days=days_ago)
@@ -143,7 +143,7 @@ def test_bm25_ranking_matches_a_hand_computed_case(configured, tenant, local_emb
         [("Zebra", "zebra zebra stripes"), ("Lion", "lion with a zebra"), ("Ocean", "deep blue water")],
         days_ago=0,
     )
-    rows = container.memory_store().text_rank(tenant, "zebra", [], [], k=10, cap=300, params=BM25Params())
+    rows = container.stores().reads.text_rank(tenant, "zebra", [], [], k=10, cap=300, params=BM25Params())
     with container.database().tenant_tx(tenant) as conn:
         names = {r["id"]: r["label"] for r in conn.execute("SELECT id, label FROM memories")}
     scores = {names[r["id"]]: float(r["score"]) for r in rows}
@@ -157,13 +157,13 @@ def test_bm25_ranking_matches_a_hand_computed_case(configured, tenant, local_emb
     assert scores == pytest.approx({"Zebra": bm25(3, 2), "Lion": bm25(1, 2)}, rel=1e-5)
     assert [names[r["id"]] for r in rows] == ["Zebra", "Lion"]
     # the bounded gathering and the exact ranking agree here
-    exact = container.memory_store().text_rank(tenant, "zebra", [], [], k=10, cap=None, params=BM25Params())
+    exact = container.stores().reads.text_rank(tenant, "zebra", [], [], k=10, cap=None, params=BM25Params())
     assert [r["id"] for r in exact] == [r["id"] for r in rows]
 
 
 def test_a_synonym_counts_at_its_lower_weight(configured, tenant, local_embedder):
     add(tenant, local_embedder, [("Zebra", "zebra stripes"), ("Horse", "horse stable")], days_ago=0)
-    rows = container.memory_store().text_rank(
+    rows = container.stores().reads.text_rank(
         tenant, "zebra", ["horse"], [], k=10, cap=300, params=BM25Params(extra_weight=0.5)
     )
     with container.database().tenant_tx(tenant) as conn:

@@ -16,7 +16,7 @@ from contextos.local.handlers import invoke
 from contextos.models import BASE_TRUST, ContextRequest, MemoryCandidate, Provenance
 
 from tests.helpers import call_api
-from tests.memory_writer import add_memories
+from tests.memory_writer import add_memories, new_document
 
 DIM = 384
 
@@ -47,7 +47,7 @@ def add(tenant: str, specs: list[dict]) -> dict[str, uuid.UUID]:
         for s in specs
     ]
     at = [datetime.now(UTC) - timedelta(days=s.get("age_days", 0)) for s in specs]
-    ids = add_memories(container.memory_store(), tenant, candidates, embedder_id="local", at=at)
+    ids = add_memories(container.stores(), tenant, candidates, embedder_id="local", at=at)
     return {s["label"]: i for s, i in zip(specs, ids, strict=True)}
 
 
@@ -67,18 +67,8 @@ def link(tenant: str, pairs: list[tuple[uuid.UUID, uuid.UUID]], kind: str = "rel
 
 
 def documents(tenant: str, n: int) -> list[uuid.UUID]:
-    store = container.memory_store()
-    return [
-        store.create_document(
-            tenant,
-            content_hash=uuid.uuid4().hex,
-            filename=None,
-            content_type=None,
-            provenance="user_upload",
-            size_bytes=1,
-        )[0].id
-        for _ in range(n)
-    ]
+    store = container.stores()
+    return [new_document(store, tenant) for _ in range(n)]
 
 
 def source(tenant: str, memory_ids: list[uuid.UUID], document_id: uuid.UUID) -> None:
@@ -240,10 +230,10 @@ def test_the_daily_job_reports_on_every_tenant_through_its_handler(configured, t
 
 
 def test_health_reports_each_component_with_the_inputs_it_was_computed_from(reports, governed, tenant):
-    store = container.memory_store()
+    store = container.stores()
     used = [governed["Kafka retention"], governed["Deploy flag"]]
-    store.reinforce_and_log(tenant, used, intent="default", budget=1000, tokens_used=650)
-    store.reinforce_and_log(tenant, used[:1], intent="default", budget=1000, tokens_used=750)
+    store.reads.reinforce_and_log(tenant, used, intent="default", budget=1000, tokens_used=650)
+    store.reads.reinforce_and_log(tenant, used[:1], intent="default", budget=1000, tokens_used=750)
     sql(  # an old query: outside the 14-day window, so neither its memory nor its tokens count
         tenant,
         """INSERT INTO context_log (tenant_id, at, intent, budget, tokens_used, memory_ids)

@@ -163,7 +163,7 @@ def test_a_small_scope_ranks_its_own_text_matches_however_many_other_users_match
     """The scope's own BM25 pass: a tenant-wide ranking cut before the scope filter would have lost it."""
     from tests.integration.test_merging import candidates
 
-    store = container.memory_store()
+    store = container.stores()
     crowd = [(f"Invoice run {n}", f"Invoice run number {n} posts invoices at month end.", "fact") for n in range(120)]
     ids = add_memories(store, tenant, candidates(local_embedder, crowd), embedder_id="local")
     with container.database().tenant_tx(tenant) as conn:

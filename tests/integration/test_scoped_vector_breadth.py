@@ -12,15 +12,15 @@ from tests.memory_writer import add_memories
 
 def test_a_large_scopes_share_is_learnt_from_its_queries(configured, tenant, local_embedder, monkeypatch):
     monkeypatch.setattr(scoped_reads, "SCOPED_EXACT_MAX_ROWS", 5)
-    store = container.memory_store()
+    store = container.stores()
     specs = [(f"Topic {n}", f"Note {n} about deployment pipelines and release trains.", "fact") for n in range(40)]
     ids = add_memories(store, tenant, candidates(local_embedder, specs), embedder_id="local")
-    store.settle_vectors(tenant, limit=20)  # half in the ANN index, half in the fresh segment
+    store.admission.settle_vectors(tenant, limit=20)  # half in the ANN index, half in the fresh segment
     big = set(ids[::4])  # a quarter of the tenant
     with container.database().tenant_tx(tenant) as conn:
         conn.execute("UPDATE memories SET user_id = 'big' WHERE id = ANY(%s)", [list(big)])
     scope = ScopeFilter(user_id="big")
-    reads = ScopedReads(store, scope)
+    reads = ScopedReads(store.reads, scope)
     key = (tenant, scope.model_dump_json())
     [vector] = local_embedder.embed(["deployment pipelines release trains"])
     shares = []
@@ -37,15 +37,15 @@ def test_a_large_metadata_scope_is_read_on_memories_and_never_leaves_it(
     configured, tenant, local_embedder, monkeypatch
 ):
     monkeypatch.setattr(scoped_reads, "SCOPED_EXACT_MAX_ROWS", 5)
-    store = container.memory_store()
+    store = container.stores()
     specs = [(f"Topic {n}", f"Note {n} about deployment pipelines and release trains.", "fact") for n in range(40)]
     ids = add_memories(store, tenant, candidates(local_embedder, specs), embedder_id="local")
-    store.settle_vectors(tenant, limit=20)
+    store.admission.settle_vectors(tenant, limit=20)
     red = set(ids[1::3])
     with container.database().tenant_tx(tenant) as conn:
         conn.execute("""UPDATE memories SET metadata = '{"team": "red"}' WHERE id = ANY(%s)""", [list(red)])
     scope = ScopeFilter(metadata={"team": "red"})
-    reads = ScopedReads(store, scope)
+    reads = ScopedReads(store.reads, scope)
     [vector] = local_embedder.embed(["deployment pipelines release trains"])
     for _ in range(3):
         found = reads.vector_search(tenant, vector, k=8, ef_search=40, exact_scan_max_rows=20_000, scope_cache_s=30)

@@ -8,7 +8,7 @@ from contextos.current_settings import get_settings
 from contextos.decay import decay_rate
 from contextos.models import BASE_TRUST, ContextRequest, MemoryCandidate, Provenance
 from contextos.services.retrieval import RetrievalService
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 
 from tests.memory_writer import add_memories
 
@@ -20,9 +20,9 @@ TURNS = [
 ]
 
 
-def _store(weight: float) -> MemoryStore:
+def _store(weight: float) -> Stores:
     settings = get_settings()
-    return MemoryStore(
+    return Stores.over(
         container.database(), settings.decay, settings.merge.model_copy(update={"session_neighbour_weight": weight})
     )
 
@@ -95,7 +95,7 @@ def test_a_conversation_memory_shows_when_it_was_said(configured, tenant, local_
         session_id="s1",
         message_seqs=[1, 2, 3, 4],
     )
-    service = RetrievalService(settings=get_settings(), store=container.memory_store(), embedder=local_embedder)
+    service = RetrievalService(settings=get_settings(), store=container.reads(), embedder=local_embedder)
     request = ContextRequest(query="When did Caroline go to the support group?", dry_run=True)
     result = service.context(tenant, request)
     group = next(m for m in result.memories if m.label == "D1:1")

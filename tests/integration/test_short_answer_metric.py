@@ -18,7 +18,7 @@ METRIC = "VectorSearchShort"
 
 def seed(tenant: str, embedder, n: int) -> list:
     specs = [(f"Release topic {i}", f"Note {i} about release trains and deployment windows.", "fact") for i in range(n)]
-    return add_memories(container.memory_store(), tenant, candidates(embedder, specs), embedder_id="local")
+    return add_memories(container.stores(), tenant, candidates(embedder, specs), embedder_id="local")
 
 
 def shorts() -> list[float]:

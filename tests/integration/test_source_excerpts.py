@@ -6,8 +6,8 @@ import pytest
 from contextos import container
 from contextos.current_settings import get_settings
 from contextos.models import ContextRequest
+from contextos.ports.reads import BM25Params
 from contextos.services.retrieval import RetrievalService
-from contextos.store.text_search import BM25Params
 
 from tests.integration.test_merging import candidates, store_concepts
 
@@ -36,7 +36,7 @@ def _with_excerpts(embedder, spec, excerpts):
 
 @pytest.fixture
 def seeded(configured, tenant, local_embedder):
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(
         store, tenant, [_with_excerpts(local_embedder, ORBIT, ORBIT_EXCERPTS), *candidates(local_embedder, OTHER)]
     )
@@ -44,10 +44,10 @@ def seeded(configured, tenant, local_embedder):
 
 
 def _bm25_labels(tenant: str, query: str) -> list[str]:
-    store = container.memory_store()
+    store = container.stores()
     cfg = get_settings().retrieval
     params = BM25Params(k1=cfg.bm25_k1, b=cfg.bm25_b, extra_weight=cfg.bm25_extra_weight, df_live_max=1000)
-    rows = store.text_rank(tenant, query, [], [], k=10, cap=100, params=params)
+    rows = store.reads.text_rank(tenant, query, [], [], k=10, cap=100, params=params)
     with container.database().tenant_tx(tenant) as conn:
         names = {r["id"]: r["label"] for r in conn.execute("SELECT id, label FROM memories")}
     return [names[r["id"]] for r in rows]
@@ -68,7 +68,7 @@ def test_each_occurrence_keeps_its_excerpts_and_the_memory_its_searchable_text(s
 
 
 def test_a_recurring_concept_gains_the_new_sources_text_once(seeded, local_embedder):
-    store = container.memory_store()
+    store = container.stores()
     again = _with_excerpts(
         local_embedder,
         ("Orbit scheduler", "The orbit scheduler places batch jobs on idle nodes.", "fact"),
@@ -85,7 +85,7 @@ def test_a_recurring_concept_gains_the_new_sources_text_once(seeded, local_embed
 
 
 def test_the_block_shows_the_excerpt_that_matches_the_query(seeded, local_embedder):
-    service = RetrievalService(settings=get_settings(), store=container.memory_store(), embedder=local_embedder)
+    service = RetrievalService(settings=get_settings(), store=container.reads(), embedder=local_embedder)
     result = service.context(
         seeded, ContextRequest(query="How often is the placement log written?", dry_run=True, min_relevance=0)
     )
@@ -109,7 +109,7 @@ def test_the_write_path_stores_each_excerpts_stems_and_the_read_path_reads_them(
     stemmed: list[str] = []
     real = evidence.stems
     monkeypatch.setattr(evidence, "stems", lambda text: stemmed.append(text) or real(text))
-    service = RetrievalService(settings=get_settings(), store=container.memory_store(), embedder=local_embedder)
+    service = RetrievalService(settings=get_settings(), store=container.reads(), embedder=local_embedder)
     query = "How often is the placement log written?"
     result = service.context(seeded, ContextRequest(query=query, dry_run=True, min_relevance=0))
     assert next(m for m in result.memories if m.label == "Orbit scheduler").excerpts[0] == ORBIT_EXCERPTS[1]
@@ -121,8 +121,8 @@ def test_a_memory_with_more_excerpts_than_are_read_brings_the_one_that_answers(c
     pool = get_settings().retrieval.l2_excerpt_pool
     filler = [f"Section {n} of the orbit scheduler notes covers node draining rule {n}." for n in range(pool + 4)]
     answer = "The placement log is written to the ledger bucket every hour."
-    store_concepts(container.memory_store(), tenant, [_with_excerpts(local_embedder, ORBIT, [*filler, answer])])
-    service = RetrievalService(settings=get_settings(), store=container.memory_store(), embedder=local_embedder)
+    store_concepts(container.stores(), tenant, [_with_excerpts(local_embedder, ORBIT, [*filler, answer])])
+    service = RetrievalService(settings=get_settings(), store=container.reads(), embedder=local_embedder)
     result = service.context(
         tenant, ContextRequest(query="How often is the placement log written?", dry_run=True, min_relevance=0)
     )

@@ -62,11 +62,11 @@ def test_even_the_owner_cannot_rewrite_the_audit_log(configured, tenant, databas
 def test_the_text_search_function_sees_only_the_transactions_tenant(configured, tenant, local_embedder):
     from tests.integration.test_merging import candidates, store_concepts
 
-    store = container.memory_store()
+    store = container.stores()
     spec = [("Quarantine rule", "Files that fail the virus scan go to the zx-7731 holding area.", "rule")]
     store_concepts(store, tenant, candidates(local_embedder, spec))
     store_concepts(store, "other-" + tenant, candidates(local_embedder, spec))
-    assert len(store.text_search(tenant, [["zx-7731"]], k=10, cap=100)) == 1
+    assert len(store.reads.text_search(tenant, [["zx-7731"]], k=10, cap=100)) == 1
     with container.database().system_tx() as conn:  # no tenant setting: the function finds nothing
         rows = conn.execute(
             "SELECT * FROM contextos_text_search_phrases(ARRAY['zx-7731'], ARRAY['zx 7731'], ARRAY[1], 10, 100)"

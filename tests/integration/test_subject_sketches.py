@@ -16,7 +16,8 @@ from contextos.models import BASE_TRUST, MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.store import contradictions
 from contextos.store.bands import band_sketch
-from contextos.store.repository import MemoryStore
+from contextos.store.dialect import get_dialect
+from contextos.store.stores import Stores
 
 DIM = 384
 
@@ -45,10 +46,10 @@ def at_cosine(probe: np.ndarray, cosine: float, rng: np.random.Generator) -> np.
 
 
 def admit(store, tenant: str, cands: list[MemoryCandidate]) -> None:
-    record, _ = store.create_document(
+    record, _ = store.documents.create_document(
         tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
     )
-    store.store_document_concepts(
+    store.admission.store_document_concepts(
         tenant, record.id, cands, embedder_id="test", source_type="text", domain="general", counts={}
     )
 
@@ -57,7 +58,7 @@ def test_the_probe_returns_exactly_the_neighbours_the_exact_cosine_gives(configu
     """Memories sharing the candidate's subject at cosines from 0.30 to 0.70 around the floors (0.5
     for update links, 0.6 for the judge) and unrelated ones: the probe keeps every one at or above the
     lowest floor and nothing else, while the sketches alone already rule most of the far ones out."""
-    store = container.memory_store()
+    store = container.stores()
     rng = np.random.default_rng(37)
     probe = rng.standard_normal(DIM)
     probe /= np.linalg.norm(probe)
@@ -74,7 +75,7 @@ def test_the_probe_returns_exactly_the_neighbours_the_exact_cosine_gives(configu
     new = candidate("Deploy timeout budget", probe)
     with container.database().tenant_tx(tenant) as conn:
         hot = contradictions.hot_count(conn, tenant)
-        rows = contradictions.neighbours(conn, tenant, [new], [new.norm_key], hot, "postgres", settings)
+        rows = contradictions.neighbours(conn, tenant, [new], [new.norm_key], hot, get_dialect("postgres"), settings)
         sketches = conn.execute(
             """SELECT st.sketch::text AS sketch, v.band_keys FROM memory_subject_terms st
                JOIN memory_vectors v ON v.tenant_id = st.tenant_id AND v.memory_id = st.memory_id
@@ -88,7 +89,9 @@ def test_the_probe_returns_exactly_the_neighbours_the_exact_cosine_gives(configu
     # A candidate with no change cue reads nothing below the judge's floor (it cannot update anything).
     floor = settings.contradiction_similarity_floor
     with container.database().tenant_tx(tenant) as conn:
-        cueless = contradictions.neighbours(conn, tenant, [new], [new.norm_key], hot, "postgres", settings, [floor])
+        cueless = contradictions.neighbours(
+            conn, tenant, [new], [new.norm_key], hot, get_dialect("postgres"), settings, [floor]
+        )
     expected = {r["id"] for r in rows if r["similarity"] >= floor}
     assert {r["id"] for r in cueless} == expected and len(expected) >= 5
 
@@ -109,7 +112,7 @@ def contradictions_sketch(c: MemoryCandidate) -> list[list[int]]:
 
 def test_a_merge_that_replaces_the_vector_rewrites_the_sketch(configured, tenant):
     settings = get_settings()
-    store = MemoryStore(container.database(), settings.decay, settings.merge)  # no gate: a plain key merge
+    store = Stores.over(container.database(), settings.decay, settings.merge)  # no gate: a plain key merge
     rng = np.random.default_rng(5)
     first, second = (v / np.linalg.norm(v) for v in rng.standard_normal((2, DIM)))
     admit(store, tenant, [candidate("Payments retry budget", first, importance=4)])

@@ -17,7 +17,7 @@ from contextos.current_settings import get_settings
 from contextos.store.db import Database
 from contextos.store.dialect import get_dialect
 from contextos.store.migrate import migrate
-from contextos.store.repository import MemoryStore
+from contextos.store.stores import Stores
 from contextos.store.vector_indexes import SHARED_INDEX, TenantVectorIndexes, index_name
 
 from tests.integration.test_plan_cache_exactness import Tenant, memory_candidates, queries, unit
@@ -41,23 +41,23 @@ def own_database(database_url: str) -> Iterator[str]:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def load_tenant(store: MemoryStore, size: int, centre: np.ndarray, rng: np.random.Generator, prefix: str) -> Tenant:
+def load_tenant(store: Stores, size: int, centre: np.ndarray, rng: np.random.Generator, prefix: str) -> Tenant:
     name = f"t-{prefix}-{uuid.uuid4().hex[:8]}"
     vectors = unit(centre + 1.2 * rng.standard_normal((size, DIM)))
     ids = add_memories(store, name, memory_candidates(vectors, prefix), embedder_id="local")
-    while store.settle_vectors(name, limit=1000):
+    while store.admission.settle_vectors(name, limit=1000):
         pass
     return Tenant(name, ids, vectors)
 
 
 @pytest.fixture(scope="module")
-def world(own_database: str) -> Iterator[tuple[Database, MemoryStore, Tenant, Tenant, Tenant]]:
+def world(own_database: str) -> Iterator[tuple[Database, Stores, Tenant, Tenant, Tenant]]:
     """Three tenants near one direction (what a post-filtered shared index loses): one above the
     line, one between the two lines, one small; the shared index over all of them."""
     rng = np.random.default_rng(33)
     centre = rng.standard_normal(DIM)
     db = Database(own_database, get_dialect("postgres"), min_size=1, max_size=2)
-    store = MemoryStore(db, get_settings().decay)
+    store = Stores.over(db, get_settings().decay)
     large = load_tenant(store, 1200, centre, rng, "large")
     middle = load_tenant(store, 300, centre, rng, "middle")
     small = load_tenant(store, 60, centre, rng, "small")
@@ -102,7 +102,7 @@ def test_a_tenant_with_its_own_index_gets_its_top_k_from_it_and_the_others_exact
     for tenant, seed in ((large, 1), (middle, 2), (small, 3)):
         found = []
         for q in queries(tenant, 12, seed):
-            hits = store.vector_search(tenant.name, q, k=K, ef_search=200, exact_scan_max_rows=100)
+            hits = store.reads.vector_search(tenant.name, q, k=K, ef_search=200, exact_scan_max_rows=100)
             ids = [h["id"] for h in hits]
             found.append(len(set(ids) & set(tenant.exact_top(q, K))) / K)
             assert set(ids) <= set(tenant.ids)
@@ -136,7 +136,7 @@ def test_a_tenant_that_shrinks_below_the_lower_line_loses_its_index_and_one_betw
     assert own_index(own_database, large.name) == (None, False)
     # and it is searched exactly from then on
     for q in queries(large, 4, 9):
-        hits = store.vector_search(large.name, q, k=K, ef_search=40, exact_scan_max_rows=5000)
+        hits = store.reads.vector_search(large.name, q, k=K, ef_search=40, exact_scan_max_rows=5000)
         assert [h["id"] for h in hits] == large.exact_top(q, K)
     with psycopg.connect(own_database, autocommit=True) as owner:
         owner.execute("UPDATE tenants SET hot_memories = %s WHERE tenant_id = %s", [len(large.ids), large.name])

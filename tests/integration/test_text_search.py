@@ -16,12 +16,12 @@ SPECS = [
 
 @pytest.fixture
 def seeded(configured, tenant, local_embedder):
-    store_concepts(container.memory_store(), tenant, candidates(local_embedder, SPECS))
+    store_concepts(container.stores(), tenant, candidates(local_embedder, SPECS))
     return tenant
 
 
 def labels(tenant: str, phrases: list[list[str]], k: int = 10) -> list[tuple[int, str]]:
-    rows = container.memory_store().text_search(tenant, phrases, k=k, cap=100)
+    rows = container.stores().reads.text_search(tenant, phrases, k=k, cap=100)
     with container.database().tenant_tx(tenant) as conn:
         names = {
             r["id"]: r["label"]

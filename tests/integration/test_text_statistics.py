@@ -23,7 +23,7 @@ def seeded(configured, tenant, local_embedder, monkeypatch):
     monkeypatch.setenv("CONTEXTOS_LIFECYCLE__TEXT_STATS_MIN_MEMORIES", "4")
     monkeypatch.setenv("CONTEXTOS_LIFECYCLE__TEXT_STATS_MIN_DOCS", "2")
     container.reset()
-    store_concepts(container.memory_store(), tenant, candidates(local_embedder, SPECS))
+    store_concepts(container.stores(), tenant, candidates(local_embedder, SPECS))
     return tenant
 
 

@@ -23,7 +23,7 @@ def memories(configured, tenant, local_embedder, monkeypatch):
     monkeypatch.setenv("CONTEXTOS_RETRIEVAL__VECTOR_K", "2")
     monkeypatch.setenv("CONTEXTOS_RETRIEVAL__TEXT_K", "3")
     container.reset()
-    store = container.memory_store()
+    store = container.stores()
     store_concepts(
         store,
         tenant,

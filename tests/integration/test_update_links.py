@@ -87,7 +87,7 @@ def test_an_update_reaches_a_cold_stub_that_decay_archived(configured, tenant, l
     settings = get_settings()
     (vector,) = local_embedder.embed([f"{STALE[0]}: {STALE[1]}"])
     add_memories(
-        container.memory_store(),
+        container.stores(),
         tenant,
         [
             MemoryCandidate(

@@ -60,8 +60,8 @@ def build_rich_store(tenant: str) -> dict[str, str]:
         for s in (30, 90, 120)
     ]
     ids["chain"] = chain[-1]
-    store = container.memory_store()
-    record, _ = store.create_document(
+    store = container.stores()
+    record, _ = store.documents.create_document(
         tenant,
         content_hash=uuid.uuid4().hex,
         filename="kafka notes.md",

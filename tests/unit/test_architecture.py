@@ -42,6 +42,8 @@ def test_every_layer_rule_holds_in_the_package():
         ("api/auth.py", "import contextos.services.ingestion", "The API reaches services only through"),
         ("normalization.py", "import boto3", "The pure core imports no AWS SDK"),
         ("store/sql.py", "import contextos.services.keys", "Entry points over the composition root"),
+        ("services/keys.py", "import contextos.store.keys", "Services reach storage only through the ports"),
+        ("ports/keys.py", "import contextos.services.keys", "The ports name no store"),
     ],
 )
 def test_a_broken_rule_fails_the_check(tmp_path: Path, module: str, line: str, contract: str):

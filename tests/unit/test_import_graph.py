@@ -9,10 +9,6 @@ import grimp
 
 PACKAGE = Path(contextos.__file__).parent
 
-# Left to the MCP work (issue #32): the local stack serves MCP over HTTP, whose server reuses the
-# stdio entry's running-stack lookup. A cycle among these modules only is tolerated until it goes.
-KNOWN_CYCLE = frozenset({"contextos.local.stack", "contextos.local.mcp_http", "contextos.mcp.run"})
-
 
 def import_cycles(imports: dict[str, set[str]]) -> list[set[str]]:
     """The strongly connected components of more than one module (Tarjan's, iterative)."""
@@ -68,8 +64,7 @@ def test_the_package_has_no_import_cycle():
         path.relative_to(PACKAGE.parent).with_suffix("").as_posix().replace("/", ".") for path in PACKAGE.rglob("*.py")
     }
     assert {m.removesuffix(".__init__") for m in read} <= set(imports)  # every module was read
-    cycles = [sorted(c) for c in import_cycles(imports) if not c <= KNOWN_CYCLE]
-    assert cycles == []
+    assert [sorted(c) for c in import_cycles(imports)] == []
 
 
 def test_no_module_imports_another_modules_private_name():

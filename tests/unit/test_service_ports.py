@@ -12,11 +12,10 @@ import pytest
 from contextos.errors import Conflict
 from contextos.governance_models import MemoryCreate
 from contextos.models import MemoryCandidate, Provenance, StoreResult
-from contextos.ports import AdmissionPort
+from contextos.ports.admission import AdmissionPort, Admitted
 from contextos.services.firewall import Firewall
 from contextos.services.governance import GovernanceService
 from contextos.settings import Settings
-from contextos.store.admission import Admitted
 
 
 class FakeEmbedder:

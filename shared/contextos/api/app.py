@@ -110,8 +110,8 @@ def build_app() -> LazyRestResolver:
 def allowed_methods(app: LazyRestResolver, path: str) -> list[str]:
     """The methods some route answers on this path (for a 405 and its ``Allow`` header)."""
     app.include_for(path)
-    stripped = app._remove_prefix(path)
-    return sorted({r.method for r in openapi.routes(app) if r.rule.match(stripped)})
+    stripped = app.strip_prefix(path)
+    return sorted({r.method for r in app.declared if r.matches(stripped)})
 
 
 def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:

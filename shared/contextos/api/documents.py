@@ -13,6 +13,7 @@ from contextos import container
 from contextos.api.auth import Verb, require
 from contextos.api.openapi import statuses
 from contextos.current_settings import get_settings
+from contextos.cursors import TIME_ID_CURSOR
 from contextos.management_models import DocumentForgotten, DocumentListQuery, DocumentPage, UploadRequest, UploadTicket
 from contextos.models import DocumentAccepted, DocumentCreate, DocumentMemories, DocumentRecord, DocumentStatus
 from contextos.trust import claim_provenance
@@ -57,7 +58,9 @@ def list_documents(
     status: Annotated[DocumentStatus | None, Query()] = None,
     user_id: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, pattern=TIME_ID_CURSOR, description="next_cursor of the previous page")
+    ] = None,
 ) -> DocumentPage:
     query = DocumentListQuery(status=status, user_id=user_id, limit=limit, cursor=cursor)
     return container.memories().list_documents(require(router, Verb.read).tenant_id, query)

@@ -20,7 +20,14 @@ def get_forecast(
     days: Annotated[int, Query(ge=1, le=365)] = 90,
     step: Annotated[int, Query(ge=1, le=90)] = 7,
     policy: Annotated[AlternativePolicy, Query()] = "weibull",
-    rate: Annotated[float | None, Query(gt=0.0, lt=1.0, description="λ a day, for policy=exponential")] = None,
+    rate: Annotated[
+        float | None,
+        Query(
+            gt=0.0,
+            lt=1.0,
+            description="λ a day, for policy=exponential (default: the rate of a memory of middle importance)",
+        ),
+    ] = None,
 ) -> Forecast:
     query = ForecastQuery(days=days, step=step, policy=policy, rate=rate)
     return container.forecast().forecast(require(router, Verb.read).tenant_id, query)

@@ -8,14 +8,17 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from pydantic import StringConstraints
 
 from contextos import container
 from contextos.access import authorize
 from contextos.api.auth import Verb, require
 from contextos.api.openapi import statuses
+from contextos.cursors import TIME_ID_CURSOR
 from contextos.errors import BadRequest
 from contextos.governance_models import MemoryAdmission, MemoryCreate, MemoryHistory
 from contextos.management_models import (
+    GraphColumns,
     MemoryEdited,
     MemoryForgotten,
     MemoryGraph,
@@ -25,7 +28,7 @@ from contextos.management_models import (
     MemoryRestored,
 )
 from contextos.models import Band, MemoryDetail, MemoryType
-from contextos.scopes import ScopeFilter, metadata_filters
+from contextos.scopes import METADATA_FILTER, ScopeFilter, metadata_filters
 
 router = Router()
 
@@ -36,7 +39,7 @@ def get_memory(memory_id: Annotated[UUID, Path()]) -> MemoryDetail:
 
 
 @router.post("/memories", summary="Write a memory by hand: capped provenance, the trust and contradiction gates")
-@statuses(201, 202)
+@statuses(200, 201, 202)
 def create_memory(body: MemoryCreate) -> Response[MemoryAdmission]:
     principal = require(router, Verb.write)
     if not principal.scope.empty:
@@ -45,7 +48,7 @@ def create_memory(body: MemoryCreate) -> Response[MemoryAdmission]:
         principal.tenant_id, body, actor=principal.subject, ceiling=principal.provenance_ceiling
     )
     return Response(
-        status_code=201 if admission.status == "admitted" else 202,
+        status_code={"admitted": 201, "merged": 200, "held": 202}[admission.status],
         content_type=content_types.APPLICATION_JSON,
         body=admission.model_dump(mode="json"),
     )
@@ -69,10 +72,15 @@ def list_memories(
     agent_id: Annotated[str | None, Query(max_length=200)] = None,
     run_id: Annotated[str | None, Query(max_length=200)] = None,
     tag: Annotated[list[str] | None, Query(description="Repeat for all-of")] = None,
-    metadata: Annotated[list[str] | None, Query(description="key=value, repeat for more")] = None,
+    metadata: Annotated[
+        list[Annotated[str, StringConstraints(pattern=METADATA_FILTER)]] | None,
+        Query(description="key=value, repeat for more"),
+    ] = None,
     prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, pattern=TIME_ID_CURSOR, description="next_cursor of the previous page")
+    ] = None,
 ) -> MemoryPage:
     try:
         meta = metadata_filters(metadata)
@@ -147,5 +155,23 @@ def tenant_graph(
 ) -> MemoryGraph:
     scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id, tags=tag or [])
     return container.memories().tenant_graph(
+        require(router, Verb.read).tenant_id, limit=limit, offset=offset, scope=scope
+    )
+
+
+@router.get(
+    "/graph/columns",
+    summary="The same page of the tenant's graph as columns, up to 5,000 memories a reply, each edge as two ranks",
+)
+def tenant_graph_columns(
+    limit: Annotated[int, Query(ge=1, le=5000)] = 5000,
+    offset: Annotated[int, Query(ge=0, le=1_000_000, description="memories to skip: the next page")] = 0,
+    user_id: Annotated[str | None, Query(max_length=200)] = None,
+    agent_id: Annotated[str | None, Query(max_length=200)] = None,
+    run_id: Annotated[str | None, Query(max_length=200)] = None,
+    tag: Annotated[list[str] | None, Query(description="Repeat for all-of")] = None,
+) -> GraphColumns:
+    scope = ScopeFilter(user_id=user_id, agent_id=agent_id, run_id=run_id, tags=tag or [])
+    return container.memories().tenant_graph_columns(
         require(router, Verb.read).tenant_id, limit=limit, offset=offset, scope=scope
     )

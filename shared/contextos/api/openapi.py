@@ -14,9 +14,8 @@ from collections.abc import Callable
 from copy import deepcopy
 from typing import Any, TypeVar
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-
 from contextos.api.error_shape import ErrorResponse
+from contextos.api.routing import LazyRestResolver
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,7 +100,7 @@ def error_schema() -> dict[str, Any]:
     return ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}")
 
 
-def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
+def openapi_document(app: LazyRestResolver) -> dict[str, Any]:
     """The resolver's OpenAPI document with every status, our error model and the security schemes."""
     doc = json.loads(app.get_openapi_json_schema(title="ContextOS API", version="0.1.0"))
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
@@ -115,15 +114,17 @@ def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
     doc["components"]["securitySchemes"]["apiKey"]["description"] += " " + _permissions()
     doc["security"] = SECURITY
     doc["servers"] = SERVERS
-    declared = {(r.method.lower(), r.openapi_path): getattr(r.func, _STATUSES_ATTR, ()) for r in routes(app)}
+    _declare_recipes(schemas)
+    declared = {(r.method.lower(), r.openapi_path): getattr(r.func, _STATUSES_ATTR, ()) for r in app.declared}
     for path, item in doc.get("paths", {}).items():
         for method, operation in item.items():
             if method in ("get", "put", "post", "delete", "patch"):
                 _complete(operation, method, declared.get((method, path), ()))
+                _declare_no_empty_query_values(operation)
     return doc
 
 
-def openapi_json(app: APIGatewayRestResolver) -> str:
+def openapi_json(app: LazyRestResolver) -> str:
     """The committed ``docs/openapi.json``: stable key order, one trailing newline."""
     return json.dumps(openapi_document(app), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -144,7 +145,30 @@ def _complete(operation: dict[str, Any], method: str, declared: tuple[int, ...])
         responses[str(code)] = {"description": DESCRIPTIONS.get(code, "Error"), "content": deepcopy(ref)}
 
 
-def routes(app: APIGatewayRestResolver) -> list[Any]:
-    """Every route the resolver has compiled."""
-    # Powertools keeps its compiled routes here; the OpenAPI generator reads the same lists.
-    return [*app._static_routes, *app._dynamic_routes]
+def _declare_no_empty_query_values(operation: dict[str, Any]) -> None:
+    """The edge refuses an empty query value (``empty_parameter``): every string a query parameter
+    takes says ``minLength: 1``, so the document promises no request the edge then refuses."""
+    for parameter in operation.get("parameters", []):
+        if parameter.get("in") == "query":
+            _at_least_one_character(parameter.get("schema", {}))
+
+
+def _at_least_one_character(schema: dict[str, Any]) -> None:
+    for option in schema.get("anyOf", [schema]):
+        if option.get("type") == "string":
+            option["minLength"] = max(option.get("minLength", 0), 1)
+        elif option.get("type") == "array":
+            _at_least_one_character(option.setdefault("items", {}))
+
+
+def _declare_recipes(schemas: dict[str, Any]) -> None:
+    """A context or search ``recipe`` is one of the deployment's configured recipes (retrieval
+    settings: data, not code), listed here so a client knows the names before the API refuses one."""
+    from contextos.current_settings import get_settings
+
+    names = sorted(get_settings().retrieval.recipes)
+    for model in ("ContextRequest", "SearchRequest"):
+        recipe = schemas.get(model, {}).get("properties", {}).get("recipe")
+        for option in (recipe or {}).get("anyOf", []):
+            if option.get("type") == "string":
+                option["enum"] = names

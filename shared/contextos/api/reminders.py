@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from contextos import container
 from contextos.api.auth import Verb, require
+from contextos.cursors import TIME_ID_CURSOR
 from contextos.models import ReminderAcknowledged, ReminderPage
 
 router = Router()
@@ -19,7 +20,9 @@ router = Router()
 def list_reminders(
     include_acknowledged: Annotated[bool, Query()] = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[str | None, Query(max_length=500)] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, pattern=TIME_ID_CURSOR, description="next_cursor of the previous page")
+    ] = None,
 ) -> ReminderPage:
     return container.lifecycle().reminders(
         require(router, Verb.read).tenant_id, include_acknowledged=include_acknowledged, limit=limit, cursor=cursor

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from contextos import container
 from contextos.api.auth import Verb, require
 from contextos.api.openapi import statuses
+from contextos.cursors import SEQUENCE_CURSOR, TIME_ID_CURSOR
 from contextos.governance_models import AuditPage, ReviewDecision, ReviewOutcome, ReviewPage
 
 router = Router()
@@ -19,7 +20,9 @@ router = Router()
 @router.get("/review", summary="Held candidates, oldest first (cursor pagination)")
 def list_review(
     status: Annotated[Literal["pending", "promoted", "rejected"], Query()] = "pending",
-    cursor: Annotated[str | None, Query(max_length=500)] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, pattern=TIME_ID_CURSOR, description="next_cursor of the previous page")
+    ] = None,
 ) -> ReviewPage:
     principal = require(router, Verb.review)
     return container.governance().review(principal.tenant_id, status=status, cursor=cursor)
@@ -45,7 +48,9 @@ def reject(review_id: Annotated[UUID, Path()], body: ReviewDecision) -> ReviewOu
 
 @router.get("/audit", summary="The audit log in chain order (cursor pagination)")
 def list_audit(
-    cursor: Annotated[str | None, Query(max_length=500)] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=18, pattern=SEQUENCE_CURSOR, description="next_cursor of the previous page")
+    ] = None,
     memory_id: Annotated[UUID | None, Query()] = None,
 ) -> AuditPage:
     principal = require(router, Verb.audit)

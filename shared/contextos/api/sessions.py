@@ -17,9 +17,11 @@ from contextos.conversations import (
     MessageAppended,
     MessageCreate,
     SessionListQuery,
+    SessionMemories,
     SessionPage,
     SessionView,
 )
+from contextos.cursors import TIME_SESSION_CURSOR
 
 router = Router()
 SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN)]
@@ -38,6 +40,14 @@ def get_session(session_id: SessionId) -> SessionView:
     return container.conversations().get(require(router, Verb.read).tenant_id, session_id)
 
 
+@router.get(
+    "/sessions/<session_id>/memories",
+    summary="What a session taught: each memory its flushes created or merged into, and what they held for review",
+)
+def get_session_memories(session_id: SessionId) -> SessionMemories:
+    return container.conversations().taught(require(router, Verb.read).tenant_id, session_id)
+
+
 @router.post("/sessions/<session_id>/end", summary="End a session and flush its unflushed turns into memory")
 def end_session(session_id: SessionId) -> SessionView:
     return container.conversations().end(require(router, Verb.write).tenant_id, session_id)
@@ -47,7 +57,9 @@ def end_session(session_id: SessionId) -> SessionView:
 def list_sessions(
     status: Annotated[Literal["open", "ended"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=500)] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=300, pattern=TIME_SESSION_CURSOR, description="next_cursor of the previous page")
+    ] = None,
 ) -> SessionPage:
     query = SessionListQuery(status=status, limit=limit, cursor=cursor)
     return container.conversations().list_sessions(require(router, Verb.read).tenant_id, query)

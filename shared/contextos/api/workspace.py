@@ -8,13 +8,13 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictBool
 
 from contextos import container
 from contextos.access import authorize
 from contextos.api.auth import Verb, require
 from contextos.errors import PayloadTooLarge
-from contextos.modelbase import BaseModel
+from contextos.modelbase import JSON_INTEGER, BaseModel
 from contextos.workspace.model import ImportReport, ImportRequest, SyncReport, WorkspaceFile
 from contextos.workspace.router import RouterTool
 
@@ -38,14 +38,14 @@ class SyncRequest(BaseModel):
         max_length=20_000,
         description="memories whose files the client deleted since its last sync: never written back",
     )
-    prune: bool = Field(default=False, description="forget the deleted files' memories (needs the forget verb)")
+    prune: StrictBool = Field(default=False, description="forget the deleted files' memories (needs the forget verb)")
 
 
 class RouterRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tool: RouterTool
-    token_budget: int = Field(default=4000, ge=200, le=100_000)
+    token_budget: Annotated[int, Field(ge=200, le=100_000), JSON_INTEGER] = 4000
 
 
 @router.get(

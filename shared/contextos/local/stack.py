@@ -7,7 +7,6 @@ import logging
 import os
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from contextos import container
 from contextos.current_settings import get_settings, reset_settings
@@ -15,12 +14,11 @@ from contextos.local.aws import LocalAws, start_local_aws
 from contextos.local.bridge import ApiBridge
 from contextos.local.console import ConsoleApp
 from contextos.local.mcp_http import mcp_app
+from contextos.local.running import DEV_API_KEY, DEV_TENANT, stack_pointer, state_file
 from contextos.local.workers import QueuePoller, Scheduler
 from contextos.models import Provenance
 from contextos.observability import logger
 
-DEV_TENANT = "local"
-DEV_API_KEY = "ctx_local_dev_key"
 LIFECYCLE_EVERY_S = 4 * 3600
 GOVERNANCE_EVERY_S = 24 * 3600
 
@@ -144,29 +142,3 @@ def quiet_local_logs() -> None:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     warnings.filterwarnings("ignore", message="No application metrics to publish.*")
-
-
-def state_file() -> Path:
-    return get_settings().data_dir / "stack.json"
-
-
-def stack_pointer() -> Path:
-    return get_settings().local_stack_pointer
-
-
-def running_stack() -> dict | None:
-    """The ``contextos dev`` that is up: this folder's, else the one the user's pointer names (its
-    process alive and its port accepting connections: a cheap check, run before every CLI verb)."""
-    import socket
-    from urllib.parse import urlsplit
-
-    for path in (state_file(), stack_pointer()):
-        try:
-            state = json.loads(path.read_text())
-            os.kill(int(state["pid"]), 0)
-            where = urlsplit(state["api_url"])
-            socket.create_connection((where.hostname, where.port or 80), timeout=2).close()
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        return state
-    return None

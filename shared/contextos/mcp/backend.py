@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
 from contextos.access import KeyScope, Principal, Verb
 from contextos.models import Provenance
+
+if TYPE_CHECKING:
+    from contextos.services.conversations import ConversationService
 
 
 class BackendError(Exception):
@@ -53,8 +56,10 @@ class Backend(Protocol):
     def search(self, query: str, **options: Any) -> BaseModel: ...
     def add_memory(self, label: str, definition: str, **fields: Any) -> BaseModel: ...
     def forget_memory(self, memory_id: str, *, reason: str | None = None) -> BaseModel: ...
-    def append_message(self, session_id: str, role: str, content: str) -> BaseModel: ...
+    def append_message(self, session_id: str, role: str, content: str, **fields: Any) -> BaseModel: ...
     def end_session(self, session_id: str) -> BaseModel: ...
+    def get_session(self, session_id: str) -> BaseModel: ...
+    def session_memories(self, session_id: str) -> BaseModel: ...
     def list_memories(self, **filters: Any) -> BaseModel: ...
     def get_memory(self, memory_id: str) -> BaseModel: ...
     def edit_memory(self, memory_id: str, **changes: Any) -> BaseModel: ...
@@ -68,6 +73,7 @@ class LocalBackend:
 
     def __init__(self, caller: Callable[[], Caller]) -> None:
         self._caller = caller
+        self._here: ConversationService | None = None
 
     def _call(self, verb: Verb, fn: Callable[[Caller], BaseModel]) -> BaseModel:
         """Every tool through the permission matrix (`contextos.access`), as the API's routes are."""
@@ -128,21 +134,38 @@ class LocalBackend:
             ),
         )
 
-    def append_message(self, session_id: str, role: str, content: str) -> BaseModel:
-        from contextos import container
+    def append_message(self, session_id: str, role: str, content: str, **fields: Any) -> BaseModel:
         from contextos.conversations import MessageCreate
 
-        return self._call(
-            Verb.write,
-            lambda c: container.conversations().append(
-                c.tenant_id, c.ceiling, session_id, MessageCreate.model_validate({"role": role, "content": content})
-            ),
-        )
+        def run(c: Caller) -> BaseModel:
+            message = MessageCreate.model_validate({"role": role, "content": content, **fields})
+            if not c.scope.empty:
+                message = message.model_copy(update=c.scope.stamp(message.user_id, message.agent_id, message.tags))
+            return self._conversations().append(c.tenant_id, c.ceiling, session_id, message)
+
+        return self._call(Verb.write, run)
 
     def end_session(self, session_id: str) -> BaseModel:
+        return self._call(Verb.write, lambda c: self._conversations().end(c.tenant_id, session_id))
+
+    def get_session(self, session_id: str) -> BaseModel:
+        return self._call(Verb.read, lambda c: self._conversations().get(c.tenant_id, session_id))
+
+    def session_memories(self, session_id: str) -> BaseModel:
+        return self._call(Verb.read, lambda c: self._conversations().taught(c.tenant_id, session_id))
+
+    def _conversations(self) -> ConversationService:
+        """The conversation service; with no conversation queue configured (stdio on this machine's
+        store, nothing polling a queue), a flush is distilled here, when it is claimed."""
         from contextos import container
 
-        return self._call(Verb.write, lambda c: container.conversations().end(c.tenant_id, session_id))
+        service = container.conversations()
+        if service.queue is not None:
+            return service
+        if self._here is None or self._here.store is not service.store:
+            queue = DistilHere()
+            self._here = queue.service = replace(service, queue=queue)
+        return self._here
 
     def list_memories(self, **filters: Any) -> BaseModel:
         from contextos import container
@@ -196,6 +219,22 @@ class LocalBackend:
         )
 
 
+class DistilHere:
+    """A conversation queue that distils each flush as it is sent, in this process: what an
+    in-process server without a queue (and without a worker polling one) needs for a session's
+    end to be learned from at all."""
+
+    service: ConversationService | None = None
+
+    def send(self, message: dict) -> str:
+        from contextos.conversations import FlushJob
+
+        assert self.service is not None
+        job = FlushJob.model_validate(message)
+        self.service.handle_message(job)
+        return f"here:{job.session_id}:{job.message_from}"
+
+
 def _confined(caller: Caller, request: Any) -> Any:
     """A read request narrowed to the caller's key scope."""
     if caller.scope.empty:
@@ -240,11 +279,17 @@ class ApiBackend:
     def forget_memory(self, memory_id: str, *, reason: str | None = None) -> BaseModel:
         return self._call("forget_memory", memory_id, reason=reason)
 
-    def append_message(self, session_id: str, role: str, content: str) -> BaseModel:
-        return self._call("append_message", session_id, role, content)
+    def append_message(self, session_id: str, role: str, content: str, **fields: Any) -> BaseModel:
+        return self._call("append_message", session_id, role, content, **fields)
 
     def end_session(self, session_id: str) -> BaseModel:
         return self._call("end_session", session_id)
+
+    def get_session(self, session_id: str) -> BaseModel:
+        return self._call("get_session", session_id)
+
+    def session_memories(self, session_id: str) -> BaseModel:
+        return self._call("session_memories", session_id)
 
     def list_memories(self, **filters: Any) -> BaseModel:
         return self._call("list_memories", **filters)

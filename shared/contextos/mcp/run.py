@@ -29,7 +29,7 @@ def stdio_caller(api_key: str | None, tenant: str | None) -> Caller:
     """Who a local stdio server acts for: the key's identity, else the named (or local dev) tenant."""
     from contextos import container
     from contextos.errors import Unauthorized
-    from contextos.local.stack import DEV_TENANT
+    from contextos.local.running import DEV_TENANT
 
     if api_key:
         caller = key_identifier(container.keys())(api_key)
@@ -85,7 +85,7 @@ def where_to_serve(api_url: str | None, api_key: str | None) -> tuple[str | None
     import os
 
     from contextos.current_settings import get_settings
-    from contextos.local.stack import running_stack
+    from contextos.local.running import running_stack
 
     api_url = api_url or os.environ.get("CONTEXTOS_API_URL") or None
     api_key = api_key or os.environ.get("CONTEXTOS_API_KEY") or None

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
+from uuid import uuid4
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,6 +32,8 @@ get_context with the user's question and use what it returns. When you learn som
 keeping, call save_memory with a short label and a one-sentence definition. Pass user_id (and \
 agent_id/run_id when you have them) so each person's memories stay theirs."""
 
+REMEMBER_WAIT_S = 60.0
+REMEMBER_POLL_S = 0.5
 AS_OF = "An ISO-8601 instant: answer from what was known then (history; nothing is reinforced)."
 Clearable = Literal["tags", "metadata", "user_id", "agent_id", "run_id"]
 
@@ -193,11 +197,65 @@ def build_server(backend: Backend) -> MCPServer:
     ) -> dict[str, Any]:
         """Remember something worth keeping beyond this conversation: a fact, a decision, a preference,
         a rule. It is checked for trust and for contradictions with what is already known: a newer
-        contradicting statement supersedes the older one, and low-trust text waits for a person's
-        review (status 'held'). One idea per call; do not save the conversation itself."""
+        contradicting statement supersedes the older one, a restatement of a known memory joins it
+        (status 'merged', with that memory's id), and low-trust text waits for a person's review
+        (status 'held'). One idea per call; do not save the conversation itself."""
         fields: dict[str, Any] = {"type": type, "importance": importance, "user_id": user_id, "agent_id": agent_id}
         fields |= {"run_id": run_id, "tags": tags or []}
         return await _run(lambda: backend.add_memory(label, definition, **{k: v for k, v in fields.items() if v}))
+
+    @server.tool()
+    async def remember(
+        text: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="What to remember, in plain words: a note, a decision, a few lines of conversation "
+                "(as long as one turn of conversation may be; longer is refused with payload_too_large).",
+            ),
+        ],
+        user_id: Annotated[str | None, Field(description="The user it is about or belongs to.")] = None,
+        agent_id: Annotated[str | None, Field(description="The agent that owns it.")] = None,
+        run_id: Annotated[str | None, Field(description="The run or task it belongs to.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Free labels for filtering later.")] = None,
+        wait_s: Annotated[
+            float, Field(ge=0, le=120, description="Seconds to wait for the outcome (0: just queue it).")
+        ] = REMEMBER_WAIT_S,
+    ) -> dict[str, Any]:
+        """Remember free text: it is read like a turn of conversation — secrets redacted, the facts,
+        decisions and preferences in it extracted, each checked for trust and for contradictions —
+        and you get back what became of it: memories admitted (new), merged (the text restated a
+        memory already known: the one it joined is named) and held for a person's review. Use it for
+        anything longer than one fact; save_memory stores one fact exactly as you word it."""
+        scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "tags": tags}
+        fields: dict[str, Any] = {k: v for k, v in scope.items() if v}
+        session_id = f"remember-{uuid4().hex}"
+        await _run(lambda: backend.append_message(session_id, "user", text, **fields))
+        await _run(lambda: backend.end_session(session_id))
+        deadline = time.monotonic() + wait_s
+        while True:
+            session = await _run(lambda: backend.get_session(session_id))
+            flushes = session["flushes"]
+            if flushes and all(f["status"] in ("done", "failed") for f in flushes):
+                break
+            if time.monotonic() >= deadline:
+                return {"status": "queued", "session_id": session_id, "admitted": [], "merged": [], "held": []}
+            await anyio.sleep(REMEMBER_POLL_S)
+        failed = [f["error"] for f in flushes if f["status"] == "failed"]
+        taught = await _run(lambda: backend.session_memories(session_id))
+        memory = ("id", "label", "type")
+        return {
+            "status": "failed" if failed else "done",
+            "session_id": session_id,
+            **({"reason": "; ".join(e or "unknown" for e in failed)} if failed else {}),
+            "admitted": [
+                {k: m[k] for k in memory} | ({"superseded": m["superseded"]} if m["superseded"] else {})
+                for m in taught["memories"]
+                if m["outcome"] == "admitted"
+            ],
+            "merged": [{k: m[k] for k in memory} for m in taught["memories"] if m["outcome"] == "merged"],
+            "held": [{k: h[k] for k in ("review_id", "label", "reason")} for h in taught["held"]],
+        }
 
     @server.tool()
     async def search_memories(

@@ -18,13 +18,12 @@ from contextos.extraction.validation import validate
 from contextos.governance_models import HeldCandidate
 from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
 from contextos.normalization import norm_key
-from contextos.ports import AdmissionPort
+from contextos.ports.admission import AdmissionPort, DocumentAdmission
 from contextos.redaction import clean_label
 from contextos.scopes import Scope
 from contextos.services.governance import TrustGate
 from contextos.settings import Settings
 from contextos.sources import ConceptSource, DocumentSource
-from contextos.store.admission import DocumentAdmission
 
 
 def unplaceholdered(concepts: Sequence[Concept]) -> list[Concept]:

@@ -26,8 +26,7 @@ from contextos.errors import ContextOSError
 from contextos.faults import crash_point
 from contextos.models import Reactivation
 from contextos.observability import logger, metrics
-from contextos.store.cold import ArchiveRecord
-from contextos.store.lifecycle import LifecycleStore
+from contextos.ports.lifecycle import ArchiveRecord, ColdPort
 
 
 class ColdBlobs(Protocol):
@@ -58,7 +57,7 @@ def _no_step(step: str) -> None:
 
 @dataclass
 class ColdStorage:
-    store: LifecycleStore
+    store: ColdPort
     blobs: ColdBlobs
     bucket: str
     settings: LifecycleSettings

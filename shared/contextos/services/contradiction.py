@@ -1,5 +1,5 @@
 """The contradiction gate (S7): each admitted candidate against its nearest active memories, through
-the ``Judge``. The store gives the neighbour pairs (``contextos.store.contradictions``) inside the
+the ``Judge``. The store reads the neighbour pairs (``contextos.ports.gate.GateReads``) inside the
 admission transaction, under the tenant lock; this decides the outcome (supersedes, corroborates,
 update links) and the store applies it. Slow judges judge once before the lock (``prejudge``).
 """
@@ -17,8 +17,7 @@ from contextos.judge import Judge
 from contextos.judge.local import reports_a_change, reports_an_update, reports_an_update_of_lexemes
 from contextos.judgements import GateOutcome, Judgement, JudgementCache, JudgePair, Verdict
 from contextos.models import MemoryCandidate
-from contextos.store import contradictions
-from contextos.store.db import Conn, Database
+from contextos.ports.gate import GateReads
 
 
 def _premise(row: dict) -> str:
@@ -34,36 +33,21 @@ class ContradictionGate:
     settings: GovernanceSettings
     prejudges: bool = True  # judge outside the lock first (worth it for slow judges only)
 
-    def prejudge(self, db: Database, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache:
-        """Outside the tenant lock: judge each candidate against its neighbours as they are now.
-        Under the lock, ``judge_batch`` then calls the judge only for pairs that appeared or changed
+    def prejudge(self, candidates: Sequence[MemoryCandidate], neighbours: Sequence[dict[str, Any]]) -> JudgementCache:
+        """Outside the tenant lock: judge each candidate against its neighbours as the store read them
+        then. Under the lock, ``judge_batch`` calls the judge only for pairs that appeared or changed
         meanwhile, so slow judges (Bedrock) do not hold a tenant's admissions up."""
-        if not candidates:
-            return {}
-        with db.tenant_tx(tenant_id) as conn:
-            hot = contradictions.hot_count(conn, tenant_id)
-            if not hot:
-                return {}
-            keys = [c.norm_key for c in candidates]
-            pairs = [
-                (r["idx"], r)
-                for r in contradictions.neighbours(
-                    conn, tenant_id, candidates, keys, hot, db.dialect.name, self.settings, self._floors(candidates)
-                )
-                if r["judged"]
-            ]
+        pairs = [(r["idx"], r) for r in neighbours if r["judged"]]
         judged = self._judge_pairs(candidates, pairs)
         return {(idx, row["id"], _premise(row)): verdict for (idx, row), verdict in zip(pairs, judged, strict=True)}
 
     def judge_batch(
         self,
-        conn: Conn,
-        tenant_id: str,
+        reads: GateReads,
         candidates: Sequence[MemoryCandidate],
         final_keys: Sequence[str],
         *,
         hot_memories: int,
-        dialect: str = "postgres",
         cache: JudgementCache | None = None,
     ) -> GateOutcome:
         """Judge every candidate against its nearest active memories (and the memory its key would
@@ -74,16 +58,7 @@ class ContradictionGate:
             return outcome
         cache = cache or {}
         neighbours = (
-            contradictions.neighbours(
-                conn,
-                tenant_id,
-                candidates,
-                final_keys,
-                hot_memories,
-                dialect,
-                self.settings,
-                self._floors(candidates),
-            )
+            reads.neighbours(candidates, final_keys, hot_memories, self.settings, self.floors(candidates))
             if hot_memories
             else []
         )
@@ -106,10 +81,10 @@ class ContradictionGate:
             elif judgement.verdict is Verdict.entailment and row["norm_key"] != final_keys[idx]:
                 outcome.corroborates.setdefault(idx, []).append(memory_id)  # a merge is corroboration enough
         if self.settings.update_links:
-            self._link_updates(conn, tenant_id, candidates, final_keys, neighbours, outcome, claimed, dialect)
+            self._link_updates(reads, candidates, final_keys, neighbours, outcome, claimed)
         return outcome
 
-    def _floors(self, candidates: Sequence[MemoryCandidate]) -> list[float]:
+    def floors(self, candidates: Sequence[MemoryCandidate]) -> list[float]:
         """Per candidate, the lowest similarity the gate reads: the update floor only for a candidate
         that carries a change cue (only those can update a neighbour, ``_link_updates``), else the
         judge's floor."""
@@ -121,16 +96,14 @@ class ContradictionGate:
 
     def _link_updates(
         self,
-        conn: Conn,
-        tenant_id: str,
+        reads: GateReads,
         candidates: Sequence[MemoryCandidate],
         final_keys: Sequence[str],
         neighbours: Sequence[dict[str, Any]],
         outcome: GateOutcome,
         claimed: set[UUID],
-        dialect: str,
     ) -> None:
-        """The neighbours (hot, and on PostgreSQL the cold stubs that share two words with it) that a
+        """The neighbours (hot, and where stubs keep their lexemes the cold ones that share two words with it) that a
         candidate reports a change to without a contradiction verdict (`reports_an_update`)."""
         for row in neighbours:
             idx, memory_id = row["idx"], row["id"]
@@ -146,9 +119,9 @@ class ContradictionGate:
                 outcome.updates.setdefault(idx, []).append(memory_id)
         # Only a candidate that reports a change can update anything: the cold probe asks for those.
         cued = [i for i, c in enumerate(candidates) if reports_a_change(c.definition)]
-        if dialect != "postgres" or not cued:
+        if not reads.probes_cold or not cued:
             return
-        for row in contradictions.cold_sharing_words(conn, tenant_id, [candidates[i] for i in cued], self.settings):
+        for row in reads.cold_sharing_words([candidates[i] for i in cued], self.settings):
             idx, memory_id = cued[row["idx"]], row["id"]
             if memory_id in claimed or row["similarity"] < self.settings.update_similarity_floor:
                 continue

@@ -22,6 +22,7 @@ from contextos.conversations import (
     SessionCounts,
     SessionListItem,
     SessionListQuery,
+    SessionMemories,
     SessionPage,
     SessionView,
     Turn,
@@ -43,16 +44,15 @@ from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Provenance
 from contextos.normalization import estimate_tokens
 from contextos.observability import logger, metrics
+from contextos.ports.rows import FlushRow
+from contextos.ports.sessions import ConversationPort
 from contextos.redaction import PLACEHOLDER, RedactionPolicy
 from contextos.scopes import Scope
 from contextos.services.admission import Admission
+from contextos.services.document_pipeline import deduplicate
 from contextos.services.firewall import HOLD_REASON, Firewall
-from contextos.services.ingestion import deduplicate
 from contextos.settings import Settings
 from contextos.sources import SessionSource
-from contextos.store.conversations import ConversationStore
-from contextos.store.rows import FlushRow
-from contextos.store.scopes import set_session_scope
 
 
 class SweepReport(BaseModel):
@@ -67,7 +67,7 @@ class SweepReport(BaseModel):
 @dataclass
 class ConversationService:
     settings: Settings
-    store: ConversationStore
+    store: ConversationPort
     tenant_ids: Callable[[], list[str]]
     firewall: Firewall  # the write firewall (S7), before a turn is buffered
     queue: JobQueue | None = None
@@ -99,8 +99,7 @@ class ConversationService:
         )
         scope = Scope(user_id=message.user_id, agent_id=message.agent_id, run_id=message.run_id, tags=message.tags)
         if not scope.empty:
-            with self.store.db.tenant_tx(tenant_id) as conn:
-                set_session_scope(conn, tenant_id, session_id, scope)
+            self.store.set_session_scope(tenant_id, session_id, scope)
         flush = None
         if row["message_count"] - row["flushed_through"] >= cfg.flush_messages:
             claimed = self.store.claim_flush(
@@ -132,6 +131,11 @@ class ConversationService:
             for row in rows
         ]
         return SessionPage(sessions=sessions, next_cursor=cursor)
+
+    def taught(self, tenant_id: str, session_id: str) -> SessionMemories:
+        """What a session taught so far: the memories its flushes created or merged into, and what they held."""
+        check_session_id(session_id, self.settings.conversation.max_session_id_chars)
+        return SessionMemories.model_validate(self.store.taught(tenant_id, session_id))
 
     def end(self, tenant_id: str, session_id: str) -> SessionView:
         """End the session and flush what is unflushed. Ending twice changes nothing."""

@@ -13,9 +13,9 @@ from typing import Protocol
 from contextos.errors import BadRequest
 from contextos.management_models import ErasureReport
 from contextos.observability import logger
+from contextos.ports.unit_of_work import ErasedRows, UnitOfWork
 from contextos.services.forgetting import Blobs, drop, expunge
 from contextos.settings import Settings
-from contextos.store.erasure import ErasedRows, ErasureStore
 
 
 class PrefixBlobs(Blobs, Protocol):
@@ -25,7 +25,7 @@ class PrefixBlobs(Blobs, Protocol):
 @dataclass
 class ErasureService:
     settings: Settings
-    store: ErasureStore
+    work: UnitOfWork
     blobs: PrefixBlobs
 
     def erase_user(self, tenant_id: str, user_id: str, *, actor: str) -> ErasureReport:
@@ -35,18 +35,17 @@ class ErasureService:
         if not user_id.strip():
             raise BadRequest("user_id is empty")
         cfg = self.settings
-        with self.store.transaction(tenant_id) as conn:
-            ids = self.store.user_rows(conn, tenant_id, user_id)
+        with self.work.tenant(tenant_id) as tx:
+            ids = tx.erasure.user_rows(user_id)
             cold = expunge(
-                conn,
-                tenant_id,
+                tx.cold,
                 ids["cold"],
                 drop,
                 blobs=self.blobs,
                 bucket=cfg.cold_bucket,
                 new_key=lambda: f"{cfg.lifecycle.cold_prefix}{tenant_id}/{_day()}/erasure-{_stamp()}.jsonl.gz",
             )
-            erased = self.store.erase_user(conn, tenant_id, user_id, ids, actor=actor)
+            erased = tx.erasure.erase_user(user_id, ids, actor=actor)
         cold.finish(self.blobs, cfg.cold_bucket)
         deleted = self._delete_objects(erased) + len(cold.stale_objects)
         logger.info("user scope erased", extra={"tenant_id": tenant_id, "counts": erased.counts})
@@ -57,8 +56,8 @@ class ErasureService:
         if confirm != tenant_id:
             raise BadRequest("confirm must repeat the tenant id: erasing a tenant cannot be undone")
         cfg = self.settings
-        with self.store.transaction(tenant_id) as conn:
-            erased = self.store.erase_tenant(conn, tenant_id, actor=actor)
+        with self.work.tenant(tenant_id) as tx:
+            erased = tx.erasure.erase_tenant(actor=actor)
         deleted = sum(
             self.blobs.delete_prefix(bucket, f"{prefix}{tenant_id}/")
             for bucket, prefix in {

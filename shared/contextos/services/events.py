@@ -11,7 +11,8 @@ from typing import Protocol
 
 from contextos.lifecycle_events import KIND_OF_ACTION, PUT_EVENTS_MAX, MemoryEvent, put_entries
 from contextos.modelbase import BaseModel
-from contextos.store.events import AuditEventRow, EventOutboxStore, ReminderEventRow
+from contextos.ports.reports import EventOutboxPort
+from contextos.ports.rows import AuditEventRow, ReminderEventRow
 
 BATCH = 500
 
@@ -30,7 +31,7 @@ class RelayReport(BaseModel):
 
 class EventRelay:
     def __init__(
-        self, outbox: EventOutboxStore, bus: EventBus, bus_name: str, tenant_ids: Callable[[], list[str]]
+        self, outbox: EventOutboxPort, bus: EventBus, bus_name: str, tenant_ids: Callable[[], list[str]]
     ) -> None:
         self._outbox, self._bus, self._bus_name, self._tenant_ids = outbox, bus, bus_name, tenant_ids
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 from uuid import UUID
 
 from contextos.errors import Forbidden, PermanentError
 from contextos.governance_models import PrivacySettings
 from contextos.observability import metrics
+from contextos.ports.governance import PrivacyPort
 from contextos.redaction import Redaction, RedactionPolicy, merge_counts, redact_together
 
 HOLD_REASON = "contains_secret: held for review with the values masked"
@@ -23,22 +23,6 @@ class ContainsSecret(PermanentError):
 
     code = "contains_secret"
     status = 422
-
-
-class PrivacyPort(Protocol):
-    def policy(self, tenant_id: str) -> str | None: ...
-    def set_policy(self, tenant_id: str, policy: str, *, actor: str) -> None: ...
-    def record(
-        self,
-        tenant_id: str,
-        *,
-        actor: str,
-        action: str,
-        what: str,
-        counts: Mapping[str, int],
-        document_id: UUID | None = None,
-        session_id: str | None = None,
-    ) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from contextos.config import DecaySettings
 from contextos.decay import StrengthState, band_of
-from contextos.errors import BadRequest, NotFound
+from contextos.errors import NotFound
 from contextos.forecast_models import (
     BandCrossing,
     BandThresholds,
@@ -19,17 +19,18 @@ from contextos.forecast_models import (
     StrengthCurve,
 )
 from contextos.models import Band
-from contextos.store.forecast import ForecastStore
+from contextos.ports.reports import ForecastPort
 
 
 class ForecastService:
-    def __init__(self, store: ForecastStore, decay: DecaySettings) -> None:
+    def __init__(self, store: ForecastPort, decay: DecaySettings) -> None:
         self.store = store
         self.decay = decay
 
     def forecast(self, tenant_id: str, query: ForecastQuery) -> Forecast:
         if query.policy == "exponential" and query.rate is None:
-            raise BadRequest("an exponential alternative needs its daily rate: give rate (0 < rate < 1)")
+            # no rate given: the one a memory of middle importance decays at under the exponential policy
+            query = query.model_copy(update={"rate": self.decay.rate_mid_importance})
         days = list(range(0, query.days + 1, query.step))
         if days[-1] != query.days:
             days.append(query.days)

@@ -3,15 +3,14 @@ manual memories, memory history and ``contextos audit verify``."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 from uuid import UUID
 
+from contextos.cursors import read_sequence_cursor, read_time_id_cursor, sequence_cursor, time_id_cursor
 from contextos.decay import decay_rate
 from contextos.embedding import Embedder
 from contextos.errors import BadRequest, Conflict, Forbidden
@@ -32,12 +31,11 @@ from contextos.governance_models import (
 from contextos.models import MemoryCandidate, Provenance
 from contextos.normalization import norm_key
 from contextos.observability import metrics
-from contextos.ports import AdmissionPort
+from contextos.ports.admission import AdmissionPort, Promotion
+from contextos.ports.governance import ReviewPort
 from contextos.redaction import PLACEHOLDER, clean_label, redact
 from contextos.services.firewall import Firewall
 from contextos.settings import Settings
-from contextos.store.governance import GovernanceStore
-from contextos.store.promotion import Promotion
 from contextos.trust import candidate_signals, claim_provenance, gate_trust
 
 GENESIS_HASH = "0" * 64
@@ -97,27 +95,11 @@ def require_user(kind: str) -> None:
         raise Forbidden("only a user credential can promote or reject a held candidate")
 
 
-def _cursor(parts: list[str]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode()
-
-
-def _uncursor(cursor: str | None, size: int) -> list[str] | None:
-    if not cursor:
-        return None
-    try:
-        parts = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (ValueError, json.JSONDecodeError) as exc:
-        raise BadRequest("the cursor is not one this API gave") from exc
-    if not isinstance(parts, list) or len(parts) != size:
-        raise BadRequest("the cursor is not one this API gave")
-    return [str(p) for p in parts]
-
-
 @dataclass
 class GovernanceService:
     settings: Settings
     store: AdmissionPort
-    governance: GovernanceStore
+    governance: ReviewPort
     embedder: Embedder
     firewall: Firewall  # the write firewall (S7), before a manual memory is admitted
 
@@ -167,7 +149,7 @@ class GovernanceService:
         links = self.store.links(tenant_id, memory_id, ("supersedes", "corroborates"))
         self.store.settle_vectors(tenant_id, limit=cfg.merge.settle_batch)
         return MemoryAdmission(
-            status="admitted",
+            status="merged" if done.result.merged else "admitted",
             memory_id=memory_id,
             provenance=provenance,
             trust=candidate.base_trust,
@@ -180,11 +162,7 @@ class GovernanceService:
         if status not in ("pending", "promoted", "rejected"):
             raise BadRequest("status must be pending, promoted or rejected")
         limit = self.settings.governance.review_page_size
-        after = _uncursor(cursor, 2)
-        try:
-            key = (datetime.fromisoformat(after[0]), UUID(after[1])) if after else None
-        except ValueError as exc:
-            raise BadRequest("the cursor is not one this API gave") from exc
+        key = read_time_id_cursor(cursor)
         rows = self.governance.review_page(tenant_id, status=status, after=key, limit=limit)
         items = [
             ReviewItem(
@@ -207,9 +185,7 @@ class GovernanceService:
             for r in rows
         ]
         last = rows[-1] if len(rows) == limit else None
-        return ReviewPage(
-            items=items, next_cursor=_cursor([last["created_at"].isoformat(), str(last["id"])]) if last else None
-        )
+        return ReviewPage(items=items, next_cursor=time_id_cursor(last["created_at"], last["id"]) if last else None)
 
     def promote(self, tenant_id: str, review_id: UUID, *, actor: str, kind: str, reason: str) -> ReviewOutcome:
         """A user vouches for a held candidate: it then runs the normal admission path (merges and
@@ -255,16 +231,12 @@ class GovernanceService:
 
     def audit(self, tenant_id: str, *, cursor: str | None = None, memory_id: UUID | None = None) -> AuditPage:
         limit = self.settings.governance.review_page_size
-        after = _uncursor(cursor, 1)
-        try:
-            after_seq = int(after[0]) if after else 0
-        except ValueError as exc:
-            raise BadRequest("the cursor is not one this API gave") from exc
+        after_seq = read_sequence_cursor(cursor) or 0
         rows = self.governance.audit_page(tenant_id, after=after_seq, limit=limit, memory_id=memory_id)
         last = rows[-1] if len(rows) == limit else None
         return AuditPage(
             entries=[AuditEntry.model_validate(r) for r in rows],
-            next_cursor=_cursor([str(last["chain_seq"])]) if last else None,
+            next_cursor=sequence_cursor(last["chain_seq"]) if last else None,
         )
 
     def verify(self, tenant_id: str) -> ChainReport:

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 from contextos.access import KeyScope, parse_verbs
 from contextos.errors import BadRequest
 from contextos.models import Provenance
-from contextos.store.db import Database
-from contextos.store.keys import KeyStore
-from contextos.store.rows import KeyListRow
+from contextos.ports.keys import KeyPort
+from contextos.ports.rows import KeyListRow
 from contextos.tenancy import valid_tenant
 
 KEY_PREFIX = "ctx_"
@@ -39,11 +38,7 @@ class KeyIdentity:
 
 @dataclass
 class KeyService:
-    db: Database
-    store: KeyStore = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.store = KeyStore(self.db)
+    store: KeyPort
 
     def create(
         self,

@@ -19,29 +19,29 @@ from dataclasses import dataclass, field
 from contextos.config import LifecycleSettings
 from contextos.models import LifecycleReport, Reminder, ReminderAcknowledged, ReminderPage
 from contextos.observability import logger, metrics
-from contextos.ports import LifecyclePort
+from contextos.ports.admission import VectorSettling
+from contextos.ports.lifecycle import LifecyclePort, TenantPort, VectorIndexJob
 from contextos.services.cold import ColdStorage
-from contextos.store.lifecycle import LifecycleStore
-from contextos.store.vector_indexes import TenantVectorIndexes
 
 Progress = Callable[[str, str, int], None]  # (tenant, stage, memories done in that stage)
 
 
 @dataclass
 class LifecycleService:
-    store: LifecyclePort
-    lifecycle: LifecycleStore
+    tenants: TenantPort
+    vectors: VectorSettling  # fresh vectors into the ANN index
+    lifecycle: LifecyclePort
     cold: ColdStorage | None
     settings: LifecycleSettings = field(default_factory=LifecycleSettings)
     housekeeping: list[Callable[[], int]] = field(default_factory=list)  # e.g. expired idempotency records
-    vector_indexes: TenantVectorIndexes | None = None  # each large tenant's own ANN index, after the tenants
+    vector_indexes: VectorIndexJob | None = None  # each large tenant's own ANN index, after the tenants
 
     def run(self, *, progress: Progress | None = None) -> LifecycleReport:
         """One scan over every tenant. A tenant whose step fails is logged and left for the next scan."""
         started = time.perf_counter()
         report = LifecycleReport()
         work = self.lifecycle.due_work()  # one statement: the stages each tenant has something for
-        for tenant_id in self.store.tenant_ids():
+        for tenant_id in self.tenants.tenant_ids():
             report.tenants += 1
             stages = None if work is None else work.get(tenant_id, frozenset())
             if stages is not None and not stages:
@@ -109,7 +109,9 @@ class LifecycleService:
             report.expired += expired
             notify(tenant_id, "expired", report.expired)
         clock.lap("expire")
-        while (stages is None or "settle" in stages) and (settled := self.store.settle_vectors(tenant_id, limit=batch)):
+        while (stages is None or "settle" in stages) and (
+            settled := self.vectors.settle_vectors(tenant_id, limit=batch)
+        ):
             report.vectors_indexed += settled
         clock.lap("settle_vectors")
         if stages is None or "text_statistics" in stages:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from contextos.config import DecaySettings
@@ -27,6 +27,7 @@ from contextos.management_models import (
     DocumentListItem,
     DocumentListQuery,
     DocumentPage,
+    GraphColumns,
     GraphEdge,
     GraphNode,
     MemoryEdited,
@@ -40,19 +41,16 @@ from contextos.management_models import (
 )
 from contextos.models import DocumentMemories, MemoryDetail, MemorySource, MemorySummary
 from contextos.normalization import acronyms, initials, norm_key
-from contextos.ports import MemoryReadPort
+from contextos.ports.documents import DocumentPort
+from contextos.ports.management import ManagementPort
+from contextos.ports.reads import MemoryDetails
+from contextos.ports.rows import LockedMemory
+from contextos.ports.unit_of_work import TenantWork, UnitOfWork
 from contextos.scopes import Scope, ScopeFilter
 from contextos.services.firewall import Firewall
 from contextos.services.forgetting import Blobs, Expunged, Rewrite, drop, expunge
 from contextos.services.governance import firewall_label
 from contextos.settings import Settings
-from contextos.store.governance import write_audit
-from contextos.store.locks import lock_tenant
-from contextos.store.management import ManagementStore
-from contextos.store.rows import LockedMemory
-
-if TYPE_CHECKING:
-    from contextos.store.db import Conn
 
 
 class MemoryProtected(Forbidden):
@@ -83,21 +81,23 @@ class EditRace(Conflict):
 
 @dataclass
 class MemoryService:
-    store: MemoryReadPort
+    reads: MemoryDetails
+    documents: DocumentPort
+    management: ManagementPort
+    work: UnitOfWork  # edits, forgetting and restoring change several aggregates in one transaction
     decay: DecaySettings
     settings: Settings | None = None
     embedder: Embedder | None = None
     embedder_factory: Callable[[], Embedder] | None = None  # lazily: most verbs never embed
-    management: ManagementStore | None = None
     blobs: Blobs | None = None  # cold objects and raw documents (S3)
     firewall: Firewall | None = None  # the write firewall (S7) on edits of a memory's text
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, tenant_id: str, memory_id: UUID) -> MemoryDetail:
-        row = self.store.get_memory(tenant_id, memory_id)
+        row = self.reads.get_memory(tenant_id, memory_id)
         if row["state"] == "archived" and row["tier"] == "hot":  # forgotten (cold stubs are archived and cold)
             raise NotFound(f"memory {memory_id} not found")
-        sources = [MemorySource.model_validate(s) for s in self.store.sources_of_memory(tenant_id, memory_id)]
+        sources = [MemorySource.model_validate(s) for s in self.reads.sources_of_memory(tenant_id, memory_id)]
         strength = float(row["strength_now"])
         columns: dict[str, Any] = {k: v for k, v in row.items() if k not in ("strength", "band")}
         return MemoryDetail(
@@ -108,22 +108,22 @@ class MemoryService:
         )
 
     def of_document(self, tenant_id: str, document_id: UUID) -> DocumentMemories:
-        self.store.get_document(tenant_id, document_id)  # 404 for another tenant's or a missing document
-        rows = self.store.memories_of_document(tenant_id, document_id)
+        self.documents.get_document(tenant_id, document_id)  # 404 for another tenant's or a missing document
+        rows = self.documents.memories_of_document(tenant_id, document_id)
         return DocumentMemories(document_id=document_id, memories=[MemorySummary.model_validate(r) for r in rows])
 
     def list(self, tenant_id: str, query: MemoryListQuery) -> MemoryPage:
-        rows, cursor = self._management.list_memories(tenant_id, query)
+        rows, cursor = self.management.list_memories(tenant_id, query)
         return MemoryPage(memories=[MemoryListItem.model_validate(r) for r in rows], next_cursor=cursor)
 
     def list_documents(self, tenant_id: str, query: DocumentListQuery) -> DocumentPage:
-        rows, cursor = self._management.list_documents(tenant_id, query)
+        rows, cursor = self.management.list_documents(tenant_id, query)
         return DocumentPage(documents=[DocumentListItem.model_validate(r) for r in rows], next_cursor=cursor)
 
     def graph(
         self, tenant_id: str, memory_id: UUID, *, hops: int = 2, limit: int = 200, scope: ScopeFilter | None = None
     ) -> MemoryGraph:
-        nodes, edges, truncated = self._management.graph_around(
+        nodes, edges, truncated = self.management.graph_around(
             tenant_id, memory_id, hops=hops, limit=limit, scope=scope
         )
         return _graph(nodes, edges, truncated)
@@ -131,8 +131,14 @@ class MemoryService:
     def tenant_graph(
         self, tenant_id: str, *, limit: int = 300, offset: int = 0, scope: ScopeFilter | None = None
     ) -> MemoryGraph:
-        nodes, edges, truncated = self._management.tenant_graph(tenant_id, limit=limit, offset=offset, scope=scope)
+        nodes, edges, truncated = self.management.tenant_graph(tenant_id, limit=limit, offset=offset, scope=scope)
         return _graph(nodes, edges, truncated)
+
+    def tenant_graph_columns(
+        self, tenant_id: str, *, limit: int = 5000, offset: int = 0, scope: ScopeFilter | None = None
+    ) -> GraphColumns:
+        columns = self.management.tenant_graph_columns(tenant_id, limit=limit, offset=offset, scope=scope)
+        return GraphColumns.model_validate({**columns, "offset": offset})
 
     # -- edits -------------------------------------------------------------------------------
     def edit(self, tenant_id: str, memory_id: UUID, patch: MemoryPatch, *, actor: str) -> MemoryEdited:
@@ -148,8 +154,8 @@ class MemoryService:
                 changes |= dict(zip(fields, screened.texts, strict=True))
                 if "label" in changes:
                     changes["label"] = firewall_label(changes["label"], changes.get("definition", ""))
-        with self._management.transaction(tenant_id) as conn:
-            current = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
+        with self.work.tenant(tenant_id) as tx:
+            current = self._editable(tx.memories.lock(memory_id), patch)
         label = changes.get("label", current["label"])
         definition = changes.get("definition", current["definition"])
         text_changed = label != current["label"] or definition != current["definition"]
@@ -167,19 +173,13 @@ class MemoryService:
                 agent_id=changes.get("agent_id", current["agent_id"]),
                 run_id=changes.get("run_id", current["run_id"]),
             ).key_suffix()
-        with self._management.transaction(tenant_id) as conn:
-            row = self._editable(ManagementStore.lock_memory(conn, tenant_id, memory_id), patch)
+        with self.work.tenant(tenant_id) as tx:
+            row = self._editable(tx.memories.lock(memory_id), patch)
             if row["version"] != current["version"]:
                 raise EditRace("the memory changed while this edit was prepared; read it again and retry")
-            if (
-                key != row["norm_key"]
-                and row["state"] == "active"
-                and ManagementStore.key_taken(conn, tenant_id, key, memory_id)
-            ):
+            if key != row["norm_key"] and row["state"] == "active" and tx.memories.key_taken(key, memory_id):
                 raise MemoryKeyTaken(f"another active memory is already keyed {key!r}")
-            version = self._management.apply_edit(
-                conn,
-                tenant_id,
+            version = tx.memories.apply_edit(
                 row,
                 changes,
                 norm_key=key,
@@ -208,23 +208,21 @@ class MemoryService:
         """Gone from every read and audited. A hot memory can be restored; a cold one is taken out of
         its cold object and deleted (nothing of it is left to restore). ``only_own``: the actor may
         forget only a memory it alone taught (every admission of it was the actor's)."""
-        with self._management.transaction(tenant_id) as conn:
-            lock_tenant(conn, tenant_id)
-            row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
+        with self.work.tenant(tenant_id) as tx:
+            tx.lock_tenant()
+            row = tx.memories.lock(memory_id)
             if row["forgotten_at"] is not None:
                 raise NotFound(f"memory {memory_id} not found")
-            if only_own and not ManagementStore.taught_only_by(conn, tenant_id, memory_id, actor):
+            if only_own and not tx.memories.taught_only_by(memory_id, actor):
                 raise Forbidden("this credential may forget only memories it alone taught", details={"verb": "forget"})
             if row["protected"]:
                 raise MemoryProtected("this memory is protected: unprotect it (PATCH with unlock) before forgetting it")
             if row["tier"] == "cold":
-                done = self._expunge(conn, tenant_id, [memory_id])
-                self._management.delete_memories(
-                    conn, tenant_id, [memory_id], actor=actor, reason=reason or "forgotten"
-                )
+                done = self._expunge(tx, tenant_id, [memory_id])
+                tx.memories.delete([memory_id], actor=actor, reason=reason or "forgotten")
             else:
                 done = None
-                self._management.forget_hot(conn, tenant_id, row, actor=actor, reason=reason)
+                tx.memories.forget_hot(row, actor=actor, reason=reason)
         if done:
             done.finish(self._blobs, self._settings.cold_bucket)
         return MemoryForgotten(id=memory_id, forgotten=True, cold_copy_removed=done is not None)
@@ -233,9 +231,9 @@ class MemoryService:
         """Undo a forget (while the memory still exists) or a supersession (the successor keeps its
         own state). The memory takes its old key back, or a key of its own when an active memory
         holds it now."""
-        with self._management.transaction(tenant_id) as conn:
-            lock_tenant(conn, tenant_id)
-            row = ManagementStore.lock_memory(conn, tenant_id, memory_id)
+        with self.work.tenant(tenant_id) as tx:
+            tx.lock_tenant()
+            row = tx.memories.lock(memory_id)
             if row["tier"] == "cold":
                 raise NotRestorable("this memory is in cold storage; a matching query brings it back")
             undo: Literal["supersession", "forget"]
@@ -246,9 +244,9 @@ class MemoryService:
             else:
                 raise NotRestorable(f"the memory is {row['state']}: there is nothing to undo")
             key = row["norm_key"]
-            if state == "active" and ManagementStore.key_taken(conn, tenant_id, key, memory_id):
+            if state == "active" and tx.memories.key_taken(key, memory_id):
                 key = f"{key}~{memory_id.hex[:12]}"
-            self._management.restore(conn, tenant_id, row, state=state, norm_key=key, actor=actor, undo=undo)
+            tx.memories.restore(row, state=state, norm_key=key, actor=actor, undo=undo)
         return MemoryRestored(id=memory_id, restored=undo, state=state)
 
     def forget_document(self, tenant_id: str, document_id: UUID, *, actor: str) -> DocumentForgotten:
@@ -256,22 +254,20 @@ class MemoryService:
         deleted (hot or cold); the others lose its occurrences (and a definition that came from it);
         the document's raw text and its S3 copies are removed."""
         settings = self._settings
-        with self._management.transaction(tenant_id) as conn:
-            lock_tenant(conn, tenant_id)
-            document = ManagementStore.lock_document(conn, tenant_id, document_id)
-            taught = ManagementStore.document_memories(conn, tenant_id, document_id)
+        with self.work.tenant(tenant_id) as tx:
+            tx.lock_tenant()
+            document = tx.memories.lock_document(document_id)
+            taught = tx.memories.document_memories(document_id)
             doc = str(document_id)
 
             def without_document(payload: dict) -> dict | None:
                 return cold_without_document(payload, doc)
 
-            cold = self._expunge(conn, tenant_id, taught["cold"], without_document)
+            cold = self._expunge(tx, tenant_id, taught["cold"], without_document)
             gone = taught["sole"] + (cold.dropped if cold else [])
-            items = ManagementStore.delete_document(conn, tenant_id, document_id, taught["shared"])
-            self._management.delete_memories(conn, tenant_id, gone, actor=actor, reason=f"document {doc} forgotten")
-            write_audit(
-                conn,
-                tenant_id,
+            items = tx.memories.delete_document(document_id, taught["shared"])
+            tx.memories.delete(gone, actor=actor, reason=f"document {doc} forgotten")
+            tx.memories.audit(
                 [
                     {
                         "actor": actor,
@@ -305,7 +301,7 @@ class MemoryService:
         )
 
     def _expunge(
-        self, conn: Conn, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop
+        self, tx: TenantWork, tenant_id: str, ids: builtins.list[UUID], rewrite: Rewrite = drop
     ) -> Expunged | None:
         if not ids:
             return None
@@ -315,15 +311,9 @@ class MemoryService:
             day = datetime.now(UTC).strftime("%Y/%m/%d")
             return f"{settings.lifecycle.cold_prefix}{tenant_id}/{day}/{uuid.uuid4().hex}.jsonl.gz"
 
-        return expunge(conn, tenant_id, ids, rewrite, blobs=self._blobs, bucket=settings.cold_bucket, new_key=new_key)
+        return expunge(tx.cold, ids, rewrite, blobs=self._blobs, bucket=settings.cold_bucket, new_key=new_key)
 
     # -- wiring ------------------------------------------------------------------------------
-    @property
-    def _management(self) -> ManagementStore:
-        if self.management is None:
-            self.management = ManagementStore(self.store.db, self.decay)
-        return self.management
-
     @property
     def _settings(self) -> Settings:
         if self.settings is None:

@@ -17,9 +17,8 @@ import numpy as np
 from contextos.embedding import Embedder
 from contextos.errors import SchemaMismatch
 from contextos.lsh import sketch
-from contextos.store.db import Database
-from contextos.store.reembed import ReembedStore
-from contextos.store.rows import ReembedRow
+from contextos.ports.keys import ReembedPort
+from contextos.ports.rows import ReembedRow
 
 
 @dataclass
@@ -31,13 +30,9 @@ class ReembedReport:
 
 @dataclass
 class Reembedder:
-    db: Database
+    store: ReembedPort
     embedder: Embedder
     batch_size: int = 128
-    store: ReembedStore = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.store = ReembedStore(self.db)
 
     def pending(self, tenant_id: str) -> int:
         return self.store.pending(tenant_id, self.embedder.model_id)

@@ -14,6 +14,7 @@ import networkx as nx
 from contextos.errors import ContextOSError, TransientError
 from contextos.judge import Judge, Verdict
 from contextos.observability import logger, metrics
+from contextos.ports.reports import ReportPort
 from contextos.reports import (
     Community,
     CommunitySection,
@@ -36,7 +37,6 @@ from contextos.reports import (
     health_score,
 )
 from contextos.settings import Settings
-from contextos.store.reports import ReportStore
 
 Trigger = str  # "schedule" | "on_demand" | "cli"
 
@@ -44,7 +44,7 @@ Trigger = str  # "schedule" | "on_demand" | "cli"
 @dataclass
 class ReportService:
     settings: Settings
-    store: ReportStore
+    store: ReportPort
     judge: Judge
     tenant_ids: Callable[[], list[str]]
 

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, cast
+from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from contextos.config import RelevanceRecipe
-from contextos.decay import band_of
 from contextos.embedding import Embedder
 from contextos.errors import UnknownRecipe
 from contextos.evidence import matching_excerpts, stems
 from contextos.models import (
-    Band,
     ContextRequest,
     ContextResult,
     NearMiss,
@@ -26,24 +23,26 @@ from contextos.models import (
     SearchRequest,
     SearchResult,
 )
-from contextos.normalization import estimate_tokens
-from contextos.observability import logger, metrics
-from contextos.ports import ReadPort, SearchReads
+from contextos.observability import metrics
+from contextos.ports.reads import BM25Params, PoolRequest, ReadPort, SearchReads, VersionReads
+from contextos.ports.rows import PoolRow
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scopes import ScopeFilter
-from contextos.scoring import AnyRecipe, Candidate, Ranked, among_best_evidence, calibrated_relevance, rank
+from contextos.scoring import AnyRecipe, Candidate, Ranked, rank
+from contextos.services.candidates import add_pool_scores, check_short, hot_candidates, method_scores, stub_candidates
 from contextos.services.cold import ColdStorage
+from contextos.services.context_block import (
+    archived_evidence,
+    assemble,
+    forgetting_budget,
+    near_miss,
+    near_misses,
+    scored,
+    sources_of,
+    token_budget,
+    updates_of,
+)
 from contextos.settings import Settings
-from contextos.store.history import HistoricalReads, PoolRequest
-from contextos.store.rows import PoolRow
-from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
-from contextos.store.text_search import BM25Params
-from contextos.trust import composite_trust
-
-if TYPE_CHECKING:
-    from contextos.store.repository import MemoryStore
-
-Tier = Literal["L0", "L1", "L2"]  # S6.6: label, definition, definition and source excerpts
 
 # The read path's concurrent statement (the text search, beside the vector search on the caller's
 # thread): one small pool per process, shared by every request.
@@ -58,6 +57,7 @@ class RetrievalService:
     # (tenant, session) → the session's last turns, which inform query analysis (S8); read only
     recent_turns: Callable[[str, str], list[str]] | None = None
     cold: ColdStorage | None = None  # S5 reactivation of cold matches
+    versions: VersionReads | None = None  # what ``include_history`` reads (the versions a memory superseded)
 
     def __post_init__(self) -> None:
         # Process-wide, and only ever lowered: see RetrievalSettings.thread_switch_interval_s.
@@ -77,12 +77,9 @@ class RetrievalService:
             query_vector = self.embedder.embed([analysis.embedding_text(request.query)])[0]
         reads = self._reads(request.as_of, request.scope)  # S7: as_of answers from history; S11: scopes
         searching_cold = self.cold is not None and request.as_of is None
-        cold_job = (  # the stubs nearest by cosine (a stub keeps its scope), read beside the searches
-            _SEARCHES.submit(
-                self.cold.store.cold_candidates, tenant_id, query_vector, [], limit=cfg.cold_k, scope=request.scope
-            )
-            if self.cold is not None and searching_cold
-            else None
+        # the stubs nearest by cosine (a stub keeps its scope), read beside the searches
+        cold_job = (
+            _SEARCHES.submit(self._near_stubs, tenant_id, query_vector, request.scope) if searching_cold else None
         )
         rows, found = self._search(
             tenant_id, request.query, analysis, query_vector, reads, pinned=cfg.max_pinned, with_cold=searching_cold
@@ -102,10 +99,10 @@ class RetrievalService:
         )
         candidates = [c for c in hot if c.id not in pinned_ids]
         pairs = self._same_subject(tenant_id, candidates, recipe)
-        ranked = rank(candidates, cfg, recipe, intent, pairs, updates=_updates(candidates))
+        ranked = rank(candidates, cfg, recipe, intent, pairs, updates=updates_of(candidates))
         ranked = self._relevance_floor(ranked, request.min_relevance, missed)
         pinned_ranked = rank(pinned, cfg, recipe, intent)
-        sources = _sources(pinned_ranked + ranked)
+        sources = sources_of(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(
             ranked, sources, request.max_memories or cfg.max_memories, left_out=missed
         )
@@ -113,17 +110,10 @@ class RetrievalService:
         if self.cold is not None and request.as_of is not None:  # a look into the past lists close ones only
             reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=True)
         budget = request.token_budget or cfg.token_budget
-        # L2 shows the excerpts that are evidence for this query, not merely the newest
-        with_excerpts = [r.candidate.payload for r in chosen if r.candidate.payload["excerpts"]]
-        excerpts = matching_excerpts(
-            request.query,
-            {row["id"]: row["excerpts"] for row in with_excerpts},
-            cfg.l2_excerpts,
-            {row["id"]: row["excerpt_stems"] for row in with_excerpts if row.get("excerpt_stems")},
-        )
-        memories, index, tokens = self._token_budget(chosen, sources, excerpts, budget, left_out=missed)
+        excerpts = self._evidence(request.query, chosen)
+        memories, index, tokens = token_budget(chosen, sources, excerpts, budget, left_out=missed)
         if request.include_history:
-            memories = with_history(self.store, tenant_id, memories)
+            memories = self._with_history(tenant_id, memories)
         text = assemble(request.query, memories, index, request.format)
         if not request.dry_run and request.as_of is None:  # a look into the past changes nothing
             self.store.reinforce_and_log(
@@ -147,7 +137,23 @@ class RetrievalService:
             index=index,
             reactivated=reactivated,
             abstained=not any(self._floored(m.type, m.always_load) for m in memories),
-            left_out=_near_misses(left_out, cfg.near_misses_per_reason),
+            left_out=near_misses(left_out, cfg.near_misses_per_reason),
+        )
+
+    def _near_stubs(self, tenant_id: str, query_vector: list[float], scope: ScopeFilter | None) -> list[dict]:
+        assert self.cold is not None
+        return self.cold.store.cold_candidates(
+            tenant_id, query_vector, [], limit=self.settings.retrieval.cold_k, scope=scope
+        )
+
+    def _evidence(self, query: str, chosen: list[Ranked]) -> dict[Hashable, list[str]]:
+        """L2 shows the excerpts that are evidence for this query, not merely the newest."""
+        with_excerpts = [r.candidate.payload for r in chosen if r.candidate.payload["excerpts"]]
+        return matching_excerpts(
+            query,
+            {row["id"]: row["excerpts"] for row in with_excerpts},
+            self.settings.retrieval.l2_excerpts,
+            {row["id"]: row["excerpt_stems"] for row in with_excerpts if row.get("excerpt_stems")},
         )
 
     def _floored(self, memory_type: str, always_load: bool) -> bool:
@@ -166,7 +172,7 @@ class RetrievalService:
             if r.score.calibrated >= floor or not self._floored(row["type"], bool(row.get("always_load"))):
                 kept.append(r)
             elif left_out is not None:
-                left_out.append(_near_miss(r, "relevance_floor"))
+                left_out.append(near_miss(r, "relevance_floor"))
         return kept
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResult:
@@ -179,15 +185,25 @@ class RetrievalService:
             tenant_id, request.query, analysis, query_vector, self._reads(request.as_of, request.scope)
         )
         candidates = self._candidates(rows, found, min_trust=request.min_trust, historical=request.as_of is not None)
-        ranked = rank(candidates, cfg, recipe, analysis.intent, updates=_updates(candidates))[: request.limit]
-        sources = _sources(ranked)
-        memories = [_scored(r, "L1", sources) for r in ranked]
+        ranked = rank(candidates, cfg, recipe, analysis.intent, updates=updates_of(candidates))[: request.limit]
+        sources = sources_of(ranked)
+        memories = [scored(r, "L1", sources) for r in ranked]
         return SearchResult(
             query=request.query,
             intent=analysis.intent,
             recipe=request.recipe or cfg.default_recipe,
-            memories=with_history(self.store, tenant_id, memories) if request.include_history else memories,
+            memories=self._with_history(tenant_id, memories) if request.include_history else memories,
         )
+
+    def _with_history(self, tenant_id: str, memories: list[ScoredMemory]) -> list[ScoredMemory]:
+        """``include_history`` (S6): each memory with the versions it superseded, read in one statement."""
+        if self.versions is None:
+            raise RuntimeError("RetrievalService needs the version reads to include history")
+        chains = self.versions.predecessors(tenant_id, [m.id for m in memories])
+        return [
+            m.model_copy(update={"history": [PriorVersion.model_validate(v) for v in chains.get(m.id, [])]})
+            for m in memories
+        ]
 
     def _same_subject(self, tenant_id: str, candidates: list[Candidate], recipe: AnyRecipe) -> list[tuple]:
         """The candidate pairs about the same subject, when the recipe orders updates first."""
@@ -215,21 +231,12 @@ class RetrievalService:
     def _reads(self, as_of: datetime | None, scope: ScopeFilter | None = None) -> SearchReads:
         """The current store, the same reads within a scope (S11), answered as of a past time (S7), or
         both."""
+        if as_of is None and (scope is None or scope.empty):
+            return self.store
         cfg = self.settings.retrieval
-        if scope is not None and scope.empty:
-            scope = None
-        if as_of is None:
-            if scope is None:
-                return self.store
-            # (the scoped readers return their rows as plain dicts with the port's keys)
-            return cast(
-                SearchReads,
-                ScopedReads(cast("MemoryStore", self.store), scope, cfg.exact_scan_max_rows, cfg.scope_size_cache_s),
-            )
-        history = HistoricalReads(self.store.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
-        if scope is None:
-            return cast(SearchReads, history)
-        return cast(SearchReads, ScopedHistoricalReads(history, scope, cfg.exact_scan_max_rows))
+        return self.store.reader(
+            as_of=as_of, scope=scope, exact_scan_max_rows=cfg.exact_scan_max_rows, scope_cache_s=cfg.scope_size_cache_s
+        )
 
     def _search(
         self,
@@ -273,19 +280,9 @@ class RetrievalService:
             scope_cache_s=cfg.scope_size_cache_s,
         )
         if len(vector_rows) < cfg.vector_k:
-            _check_short(reads, tenant_id, returned=len(vector_rows), k=cfg.vector_k)
+            check_short(reads, tenant_id, returned=len(vector_rows), k=cfg.vector_k)
         text_rows = text_job.result()
-        found: dict[UUID, dict[str, float]] = {}
-        cosines = {hit["id"]: float(hit["vector_sim"]) for hit in vector_rows}  # the pool does not recompute them
-        for hit in vector_rows:
-            found.setdefault(hit["id"], {})["vector"] = max(float(hit["vector_sim"]), 0.0)
-        top_score = max((float(r["score"]) for r in text_rows), default=0.0) or 1.0
-        for match in text_rows:  # BM25 relative to the query's best match: every recipe reads [0, 1]
-            scores = found.setdefault(match["id"], {})
-            scores["text"] = float(match["score"]) / top_score
-            scores["bm25"] = float(match["score"])
-            if match.get("cold"):
-                scores["cold"] = 1.0  # a cold stub: `_cold_candidates` takes it out of the hot pool
+        found, cosines = method_scores(vector_rows, text_rows)
         text_rows = [r for r in text_rows if not r.get("cold")]
         seeds = [r["id"] for r in vector_rows[: cfg.graph_seeds]]
         seeds += [r["id"] for r in text_rows[: cfg.graph_seeds] if r["id"] not in seeds]
@@ -310,86 +307,12 @@ class RetrievalService:
                 known=list(cosines),
             ),
         )
-        for row in rows:
-            if row["vector_sim"] is None:
-                row["vector_sim"] = cosines[row["id"]]
-            if row["pinned"]:
-                continue
-            scores = found.setdefault(row["id"], {})
-            if row["graph_weight"] > 0:
-                scores["graph"] = max(scores.get("graph", 0.0), min(float(row["graph_weight"]), 1.0))
-            if row["community"]:
-                # S9: kept apart from the methods, so it does not also earn the multi-method bonus
-                scores["community"] = reports.community_bonus
+        add_pool_scores(rows, found, cosines, reports.community_bonus)
         return rows, found
 
-    def _candidates(
-        self,
-        rows: list[dict],
-        found: dict[UUID, dict[str, float]],
-        *,
-        pinned: bool = False,
-        min_trust: float | None = None,
-        historical: bool = False,
-        cold: list[Candidate] | None = None,
-        dropped: list[NearMiss] | None = None,
-    ) -> list[Candidate]:
-        """Bands (S5): strong always; fading, critical and forgotten ones only when they are among
-        the query's best evidence (`among_best_evidence`: forgetting demotes). Pinned
-        ``always_load`` memories are in context whatever their band; a historical read shows what
-        was believed then, whatever its strength now. Composite trust (S7) for each, and
-        ``min_trust`` leaves out the rest. ``dropped`` (a dry run's) receives what the band filter cut."""
-        cfg, decay, governance = self.settings.retrieval, self.settings.decay, self.settings.governance
-        keep_all_bands = pinned or historical
-        now = datetime.now(UTC)
-        out = []
-        for row in rows:
-            band = band_of(row["strength"], decay)
-            methods = found.get(row["id"], {})
-            vector = max(float(row["vector_sim"]), 0.0)
-            trust = composite_trust(
-                float(row["base_trust"]),
-                int(row.get("corroborations") or 0),
-                int(row["access_count"]),
-                float(row["strength"]),
-                governance,
-            )
-            if min_trust is not None and trust < min_trust:
-                continue
-            out.append(
-                Candidate(
-                    id=row["id"],
-                    strength=float(row["strength"]),
-                    hours_since_access=(now - row["last_accessed_at"]).total_seconds() / 3600.0,
-                    importance=row["importance"],
-                    access_count=row["access_count"],
-                    vector=vector,
-                    text=methods.get("text", 0.0),
-                    graph=min(methods.get("graph", 0.0) + methods.get("community", 0.0), 1.0),
-                    methods=set(methods) - {"community", "bm25"},
-                    community=1.0 if "community" in methods else 0.0,
-                    payload=row | {"band": band},
-                    trust=trust,
-                    bm25=methods.get("bm25", 0.0),
-                )
-            )
-        out += [c for c in cold or [] if min_trust is None or c.trust >= min_trust]
-        if keep_all_bands:
-            return out
-        kept = among_best_evidence(out, cfg)
-        if dropped is not None and len(kept) < len(out):
-            ids = {c.id for c in kept}
-            dropped += [
-                NearMiss(
-                    id=c.id,
-                    label=c.payload["label"],
-                    relevance=calibrated_relevance(c.vector, c.bm25, cfg),
-                    reason="band",
-                )
-                for c in out
-                if c.id not in ids
-            ]
-        return kept
+    def _candidates(self, rows: list[dict], found: dict[UUID, dict[str, float]], **options: Any) -> list[Candidate]:
+        """The pool's rows as candidates (``contextos.services.candidates.hot_candidates``, its options)."""
+        return hot_candidates(rows, found, self.settings, **options)
 
     def _cold_candidates(
         self,
@@ -410,27 +333,7 @@ class RetrievalService:
         missing = [i for i in text if i not in {r["id"] for r in near}]
         if missing:
             near = near + self.cold.store.cold_candidates(tenant_id, query_vector, missing, limit=0, scope=scope)
-        now = datetime.now(UTC)
-        out = []
-        for row in near:
-            methods = {"vector"} | ({"text"} if row["id"] in text else set())
-            out.append(
-                Candidate(
-                    id=row["id"],
-                    strength=0.0,
-                    hours_since_access=(now - row["last_accessed_at"]).total_seconds() / 3600.0,
-                    importance=row["importance"],
-                    access_count=row["access_count"],
-                    vector=max(float(row["similarity"]), 0.0),
-                    text=text.get(row["id"], 0.0),
-                    bm25=bm25.get(row["id"], 0.0),
-                    methods=methods,
-                    payload=row
-                    | {"band": Band.forgotten, "definition": "", "sources": [], "excerpts": [], "cold": True},
-                    trust=float(row["base_trust"]),
-                )
-            )
-        return out
+        return stub_candidates(near, text, bm25)
 
     def _reactivate(self, tenant_id: str, chosen: list[Ranked], *, dry_run: bool) -> tuple[list[Ranked], list]:
         """The chosen cold stubs come back (restored at the reactivation strength and audit-logged; a
@@ -461,213 +364,8 @@ class RetrievalService:
     def _forgetting_budget(
         self, ranked: list[Ranked], sources: dict, limit: int, *, left_out: list[NearMiss] | None = None
     ) -> list[Ranked]:
-        """At most ``limit`` memories, and no single source above its share of them (S6.5).
-        ``left_out`` (a dry run's) receives the first ones past the limit and those the cap skipped."""
-        cap = max(1, int(limit * self.settings.retrieval.max_share_per_source))
-        per_source: dict[str, int] = {}
-        chosen: list[Ranked] = []
-        for n, r in enumerate(ranked):
-            if len(chosen) >= limit:
-                if left_out is not None:
-                    left_out += [
-                        _near_miss(x, "max_memories")
-                        for x in ranked[n : n + self.settings.retrieval.near_misses_per_reason]
-                    ]
-                break
-            primary = (sources.get(r.candidate.id) or ["manual"])[0]
-            if per_source.get(primary, 0) >= cap:
-                if left_out is not None:
-                    left_out.append(_near_miss(r, "source_cap"))
-                continue
-            per_source[primary] = per_source.get(primary, 0) + 1
-            chosen.append(r)
-        return chosen
-
-    @staticmethod
-    def _token_budget(
-        chosen: list[Ranked], sources: dict, excerpts: dict, budget: int, *, left_out: list[NearMiss] | None = None
-    ) -> tuple[list[ScoredMemory], list[str], int]:
-        """Tiers (S6.6): every chosen memory is first listed by label (L0); then, best first and
-        while the budget lasts, they are raised to L2 (definition plus source excerpts) or L1
-        (definition). What is left stays in the final L0 index; what does not fit even there is
-        ``left_out`` (a dry run's)."""
-        l0 = [estimate_tokens(r.candidate.payload["label"]) + 2 for r in chosen]
-        while chosen and sum(l0) > budget:
-            if left_out is not None:
-                left_out.append(_near_miss(chosen[-1], "token_budget"))
-            chosen, l0 = chosen[:-1], l0[:-1]
-        used = sum(l0)
-        tiers: list[Tier] = []
-        raising = True
-        for r, base in zip(chosen, l0, strict=True):
-            row = r.candidate.payload
-            l1 = estimate_tokens(f"{row['label']}: {row['definition']}") + 4
-            l1 += 4 if _said_at(row, sources.get(row["id"], [])) is not None else 0  # ", said 2023-05-08"
-            l2 = l1 + sum(estimate_tokens(e) + 2 for e in excerpts.get(row["id"], []))
-            tier: Tier = "L0"
-            if raising and excerpts.get(row["id"]) and used - base + l2 <= budget:
-                tier, used = "L2", used - base + l2
-            elif raising and used - base + l1 <= budget:
-                tier, used = "L1", used - base + l1
-            else:
-                raising = False  # the budget is spent: the rest stay in the index
-            tiers.append(tier)
-        memories = [
-            _scored(r, tier, sources, excerpts.get(r.candidate.id, []) if tier == "L2" else [])
-            for r, tier in zip(chosen, tiers, strict=True)
-        ]
-        index = [m.label for m in memories if m.tier_used == "L0"]
-        return memories, index, used
-
-
-def _updates(candidates: list[Candidate]) -> list[tuple[UUID, UUID]]:
-    """(newer, older) for every candidate the contradiction gate linked to a newer statement that
-    reports a change to it (its ``updated_by``, migration 0022)."""
-    return [
-        (c.payload["updated_by"], c.id)
-        for c in candidates
-        if isinstance(c.payload, dict) and c.payload.get("updated_by") is not None
-    ]
-
-
-def _near_miss(r: Ranked, reason: str) -> NearMiss:
-    return NearMiss.model_validate(
-        {
-            "id": r.candidate.id,
-            "label": r.candidate.payload["label"],
-            "relevance": r.score.calibrated,
-            "score": r.score.relevance,
-            "reason": reason,
-        }
-    )
-
-
-def _near_misses(left_out: list[NearMiss], per_reason: int) -> list[NearMiss]:
-    """The best few left-out candidates of each reason (by calibrated relevance), reasons apart."""
-    by_reason: dict[str, list[NearMiss]] = {}
-    for miss in left_out:
-        by_reason.setdefault(miss.reason, []).append(miss)
-    return [m for misses in by_reason.values() for m in sorted(misses, key=lambda m: -m.relevance)[:per_reason]]
-
-
-def _sources(ranked: list[Ranked]) -> dict[UUID, list[str]]:
-    """memory id → its distinct sources, as the candidate pool read them."""
-    return {r.candidate.id: sorted(s for s in r.candidate.payload.get("sources") or [] if s) for r in ranked}
-
-
-def archived_evidence(archive: dict, excerpt_chars: int) -> dict:
-    """What a cold memory brought back shows, as a hot one would: its definition, and as L2
-    excerpts its occurrences' other definitions and source excerpts (with their stems), so the
-    turns an archived episode kept still answer the query that woke it."""
-    definition = (archive.get("memory") or {}).get("definition", "")
-    excerpts: list[str] = []
-    excerpt_stems: list[str | None] = []
-    for item in archive.get("items") or []:
-        if item.get("definition") and item["definition"] != definition:
-            excerpts.append(item["definition"][:excerpt_chars])
-            excerpt_stems.append(item.get("definition_stems"))
-        texts, text_stems = item.get("excerpts") or [], item.get("excerpt_stems") or []
-        excerpts += [text[:excerpt_chars] for text in texts]
-        excerpt_stems += [text_stems[i] if i < len(text_stems) else None for i in range(len(texts))]
-    return {"definition": definition, "excerpts": excerpts, "excerpt_stems": excerpt_stems}
-
-
-def _scored(r: Ranked, tier: Tier, sources: dict, excerpts: list[str] | None = None) -> ScoredMemory:
-    row = r.candidate.payload
-    # Validated from a plain dict: pydantic-core does that ~3x faster than `model_construct` builds
-    # a model in Python (for ~20 memories a query, the read path's largest Python cost).
-    return ScoredMemory.model_validate(
-        {
-            "id": row["id"],
-            "label": row["label"],
-            "definition": row["definition"] if tier != "L0" else "",
-            "type": row["type"],
-            "importance": row["importance"],
-            "band": row["band"],
-            "tier_used": tier,
-            "source_ids": sources.get(row["id"], []),
-            "excerpts": excerpts or [],
-            "always_load": bool(row.get("always_load")),
-            "score": r.score.fields(),
-            "said_at": _said_at(row, sources.get(row["id"], [])),
-            "history": [],
-            "relevance": r.score.calibrated,
-        }
-    )
-
-
-def _said_at(row: dict, sources: list[str]) -> datetime | None:
-    """When a memory from a conversation was said (its ``valid_from``: a turn's own time, or its
-    flush's), so a "when" question finds the date beside the answer. Document knowledge has no
-    such moment worth the tokens."""
-    if any(s.startswith("session:") for s in sources):
-        return row.get("valid_from")
-    return None
-
-
-def _heading(m: ScoredMemory) -> str:
-    """``type`` or ``type, said <date>``: what the block says about a memory besides its text."""
-    return f"{m.type}, said {m.said_at:%Y-%m-%d}" if m.said_at is not None else m.type
-
-
-def assemble(query: str, memories: list[ScoredMemory], index: list[str], fmt: str) -> str:
-    """Attention positioning (S6.7): always_load memories, rules and standing preferences first,
-    then the rest by relevance, the L0 index last."""
-    full = [m for m in memories if m.tier_used != "L0"]
-    first = [m for m in full if m.always_load or m.type in ("rule", "preference")]
-    leading = {m.id for m in first}
-    ordered = first + [m for m in full if m.id not in leading]
-    if fmt == "json":
-        return json.dumps(
-            {
-                "memories": [
-                    {"label": m.label, "type": m.type, "definition": m.definition, "excerpts": m.excerpts}
-                    | ({"said_at": m.said_at.isoformat()} if m.said_at is not None else {})
-                    for m in ordered
-                ],
-                "index": index,
-            }
+        """At most ``limit`` memories, and no single source above its share of them (S6.5)."""
+        cfg = self.settings.retrieval
+        return forgetting_budget(
+            ranked, sources, limit, cfg.max_share_per_source, cfg.near_misses_per_reason, left_out=left_out
         )
-    if fmt == "plain":
-        lines = [f"{m.label} ({_heading(m)}): {m.definition}" + "".join(f" | {e}" for e in m.excerpts) for m in ordered]
-        if index:
-            lines.append("Also known: " + "; ".join(index))
-        return "\n".join(lines)
-    lines = ["## Relevant memory", ""]
-    for m in ordered:
-        lines.append(f"- **{m.label}** ({_heading(m)}): {m.definition}")
-        lines += [f"  > {excerpt}" for excerpt in m.excerpts]
-    if index:
-        lines += ["", "## Also in memory", "", ", ".join(index)]
-    return "\n".join(lines)
-
-
-def with_history(store: ReadPort, tenant_id: str, memories: list[ScoredMemory]) -> list[ScoredMemory]:
-    """``include_history`` (S6): each memory with the versions it superseded, read in one statement."""
-    from contextos.store.management import ManagementStore
-
-    chains = ManagementStore(store.db, store.decay).predecessors(tenant_id, [m.id for m in memories])
-    return [
-        m.model_copy(update={"history": [PriorVersion.model_validate(v) for v in chains.get(m.id, [])]})
-        for m in memories
-    ]
-
-
-def _check_short(reads: SearchReads, tenant_id: str, *, returned: int, k: int) -> None:
-    """S6: the vector search returns k rows whenever k exist in scope. A short answer where more
-    rows were searchable (a plan that filtered after an ANN scan, an index that lost rows) is logged
-    and counted, never silent; asked only after a short answer, counting at most k rows."""
-    held = reads.searchable_rows(tenant_id, at_most=k)
-    if returned >= held:
-        return
-    logger.warning(
-        "vector search came up short",
-        extra={
-            "tenant_id": tenant_id,
-            "returned": returned,
-            "searchable": held,
-            "k": k,
-            "reader": type(reads).__name__,
-        },
-    )
-    metrics.add_metric(name="VectorSearchShort", unit="Count", value=1)

@@ -9,14 +9,12 @@ Under the tenant's row lock: the merge lookups (``merge_lookups``), the plan (pu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 import numpy as np
 from contextos.config import DecaySettings, MergeSettings
 from contextos.faults import crash_point
-from contextos.gate_port import ContradictionGatePort
 from contextos.governance_models import HeldCandidate
 from contextos.judgements import GateOutcome, JudgementCache
 from contextos.lsh import sketch
@@ -29,39 +27,38 @@ from contextos.merge_plan import (
     store_result,
 )
 from contextos.models import MemoryCandidate, Provenance, StoreResult
+from contextos.ports.admission import (
+    Admitted,
+    DocumentAdmission,
+    FileOutcome,
+    GivenMemory,
+    Promotion,
+    WorkspaceBatch,
+)
+from contextos.ports.gate import ContradictionGatePort
 from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
-from contextos.store.admission_writes import AdmissionWrites, admission_audit
+from contextos.store import given
+from contextos.store.admission_writes import AdmissionWrites, admission_audit, admitted_vectors
 from contextos.store.audit import write_audit
 from contextos.store.batch import StatementBatch, Writes
-from contextos.store.contradictions import close_superseded, insert_subject_terms, link
+from contextos.store.contradictions import (
+    TransactionGateReads,
+    close_superseded,
+    hot_count,
+    insert_subject_terms,
+    link,
+)
 from contextos.store.db import Conn, Database
 from contextos.store.governance import GovernanceStore
+from contextos.store.locks import lock_tenant
+from contextos.store.memory_changes import MemoryChanges
 from contextos.store.merge_lookups import MergeLookups
-from contextos.store.promotion import Promotion, decide_promotion
+from contextos.store.promotion import decide_promotion
 from contextos.store.relationships import outgoing
 from contextos.store.scopes import apply_scope, inherit_document_scope, inherit_session_scope, source_scope
 from pgvector import Vector
 from psycopg.types.json import Jsonb
-
-
-@dataclass
-class Admitted:
-    """An admission's result, the counts recorded with its source, and the review items it held."""
-
-    result: StoreResult
-    counts: dict[str, Any] = field(default_factory=dict)
-    review_ids: list[UUID] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class DocumentAdmission:
-    """One document's part of a batched admission: its candidates, the trust gate's held ones, and
-    the document itself (its counts already joined)."""
-
-    candidates: Sequence[MemoryCandidate]
-    source: DocumentSource
-    held: Sequence[HeldCandidate] = ()
 
 
 class AdmissionStore(MergeLookups, AdmissionWrites):
@@ -302,33 +299,8 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         lsh = sketch(matrix)
         vectors = [Vector(row) for row in matrix]
         hot, plan = self._lock_and_find_merge_targets(conn, tenant_id, candidates, lsh, vectors)
-        document_id = source.document_id if isinstance(source, DocumentSource) else None
-        session_id = source.session_id if isinstance(source, SessionSource) else None
-        # -- governance (S7): held candidates land in the review queue and nowhere else ----------
-        review_ids = GovernanceStore.hold(
-            conn,
-            tenant_id,
-            held,
-            actor=actor,
-            document_id=document_id,
-            session_id=session_id,
-            messages=(source.message_from, source.message_to) if isinstance(source, SessionSource) else None,
-            scope=scope if source is None else None,
-        )
-        # -- governance (S7): the contradiction gate, under the tenant lock ------------------------
-        gate = (
-            self.gate.judge_batch(
-                conn,
-                tenant_id,
-                candidates,
-                plan.final_keys,
-                hot_memories=hot,
-                dialect=self.db.dialect.name,
-                cache=prejudged,
-            )
-            if self.gate
-            else GateOutcome()
-        )
+        review_ids = self._hold(conn, tenant_id, held, actor=actor, source=source, scope=scope)
+        gate = self._judge(conn, tenant_id, candidates, plan.final_keys, hot=hot, prejudged=prejudged)
         plan = plan.stand_alone(gate.supersedes, gate.keys)
         final_keys = plan.final_keys
         close_superseded(conn, tenant_id, gate)
@@ -343,40 +315,17 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         ids = {r["norm_key"]: r["id"] for r in rows}
         pairs = related_pairs(candidates, final_keys, ids)
         result = store_result(candidates, rows, len(pairs))
-        created = result.created
-        admitted_counts = admission_counts(
-            result,
-            plan,
-            len(review_ids),
-            GateCounts(
-                judged=gate.judged,
-                judged_under_lock=gate.judged_under_lock,
-                judge_failures=gate.judge_failures,
-                superseded=len(gate.superseded_ids),
-                corroborated=sum(len(v) for v in gate.corroborates.values()),
-            ),
-        )
+        admitted_counts = admission_counts(result, plan, len(review_ids), gate_counts(gate))
         # Nothing below reads a result: one pipelined round trip, and on PostgreSQL the independent
         # writes, the source's own update included, go as one statement (contextos.store.batch).
         with conn.pipeline():
-            writes = StatementBatch(conn, combine=self.db.dialect.name == "postgres")
-            self._write_vectors(writes, tenant_id, memories, rows, embedder_id, memory_sketches)
-            if self.db.dialect.name == "postgres":
-                fresh = [r for r in rows if r["inserted"]]
-                insert_subject_terms(
-                    writes,
-                    tenant_id,
-                    [r["id"] for r in fresh],
-                    [r["norm_key"] for r in fresh],
-                    [memory_sketches[r["norm_key"]][1] for r in fresh],
-                )
+            writes = StatementBatch(conn, combine=self.db.dialect.combines_statements())
+            fresh = [r for r in rows if r["inserted"]]
+            self.write_vectors(writes, tenant_id, admitted_vectors(memories, rows, memory_sketches), embedder_id)
+            self._insert_subject_terms(writes, tenant_id, fresh, [memory_sketches[r["norm_key"]][1] for r in fresh])
             self._insert_items(writes, tenant_id, source, candidates, final_keys, ids)
-            self._upsert_related_edges(writes, tenant_id, pairs, {r["id"] for r in rows if r["inserted"]})
-            if created:
-                writes.execute(
-                    "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s",
-                    [created, tenant_id],
-                )
+            self._upsert_related_edges(writes, tenant_id, pairs, {r["id"] for r in fresh})
+            self._count_hot(writes, tenant_id, result.created)
             if self.gate:
                 writes.flush()
                 link(conn, tenant_id, gate, [ids[k] for k in final_keys], actor=actor)
@@ -386,16 +335,138 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
             writes.flush()
         return Admitted(result, admitted_counts, review_ids)
 
+    @staticmethod
+    def _hold(
+        conn: Conn,
+        tenant_id: str,
+        held: Sequence[HeldCandidate],
+        *,
+        actor: str,
+        source: ConceptSource | None = None,
+        scope: Scope | None = None,
+    ) -> list[UUID]:
+        """Governance (S7): held candidates land in the review queue and nowhere else, pointing at
+        their source (a manual write keeps its own scope)."""
+        return GovernanceStore.hold(
+            conn,
+            tenant_id,
+            held,
+            actor=actor,
+            document_id=source.document_id if isinstance(source, DocumentSource) else None,
+            session_id=source.session_id if isinstance(source, SessionSource) else None,
+            messages=(source.message_from, source.message_to) if isinstance(source, SessionSource) else None,
+            scope=scope if source is None else None,
+        )
+
+    def _judge(
+        self,
+        conn: Conn,
+        tenant_id: str,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: Sequence[str],
+        *,
+        hot: int,
+        prejudged: JudgementCache | None = None,
+    ) -> GateOutcome:
+        """Governance (S7): the contradiction gate, under the tenant lock, in this transaction."""
+        if not self.gate:
+            return GateOutcome()
+        reads = TransactionGateReads(conn, tenant_id, self.db.dialect)
+        return self.gate.judge_batch(reads, candidates, final_keys, hot_memories=hot, cache=prejudged)
+
+    def _insert_subject_terms(
+        self, writes: Writes, tenant_id: str, fresh: Sequence[dict[str, Any]], band_keys: Sequence[Sequence[int]]
+    ) -> None:
+        """The subject terms of new live memories, where the engine keeps them (the gate's index)."""
+        if self.db.dialect.keeps_subject_terms():
+            insert_subject_terms(writes, tenant_id, [r["id"] for r in fresh], [r["norm_key"] for r in fresh], band_keys)
+
+    @staticmethod
+    def _count_hot(writes: Writes, tenant_id: str, created: int) -> None:
+        if created:
+            writes.execute(
+                "UPDATE tenants SET hot_memories = hot_memories + %s WHERE tenant_id = %s", [created, tenant_id]
+            )
+
+    # -- a workspace batch (S10) ----------------------------------------------------------------
+    def admit_workspace(
+        self, tenant_id: str, batch: WorkspaceBatch, *, embedder_id: str, actor: str
+    ) -> tuple[list[FileOutcome], list[FileOutcome]]:
+        """Edits by id, then memories as given, in one transaction under the tenant lock, through the
+        same review queue, contradiction gate and writers as every admission (``contextos.store.given``)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            hot = lock_tenant(conn, tenant_id)
+            changes = MemoryChanges(conn, tenant_id, self.db.dialect)
+            edited = [given.apply_edit(changes, e, embedder_id=embedder_id, actor=actor) for e in batch.edits]
+            refused = given.refusals(conn, changes, batch.memories) if batch.memories else {}
+            kept = [g for g in batch.memories if g.id not in refused]
+            holds = [g for g in kept if g.held is not None]
+            review_ids = self._hold(conn, tenant_id, [g.held for g in holds if g.held is not None], actor=actor)
+            outcomes = refused | {
+                g.id: FileOutcome("held", g.id, review_id=r) for g, r in zip(holds, review_ids, strict=True)
+            }
+            going = [g for g in kept if g.held is None]
+            if going:
+                self._write_given(
+                    conn, tenant_id, going, batch.document_id, hot=hot, embedder_id=embedder_id, actor=actor
+                )
+            outcomes |= {g.id: FileOutcome("created", g.id) for g in going}
+        return edited, [outcomes[g.id] for g in batch.memories]
+
+    def _write_given(
+        self,
+        conn: Conn,
+        tenant_id: str,
+        going: Sequence[GivenMemory],
+        document_id: UUID | None,
+        *,
+        hot: int,
+        embedder_id: str,
+        actor: str,
+    ) -> None:
+        """Given memories in: the contradiction gate judges the live ones against the tenant's (S7),
+        then the one memory writer, their vectors, subject terms, occurrences, counts, audit rows,
+        the gate's links and the files' own edges."""
+        live = [g for g in going if g.live]
+        candidates = [g.candidate for g in live]
+        gate = self._judge(conn, tenant_id, candidates, [c.norm_key for c in candidates], hot=hot) if hot else None
+        if gate is not None:
+            close_superseded(conn, tenant_id, gate)
+        self._insert_given(conn, tenant_id, going)
+        vectors, band_keys = given.given_vectors(going)
+        self.write_vectors(conn, tenant_id, vectors, embedder_id)
+        fresh = [{"id": g.id, "norm_key": g.candidate.norm_key} for g in going]
+        self._insert_subject_terms(
+            conn,
+            tenant_id,
+            [f for f, g in zip(fresh, going, strict=True) if g.live],
+            [k for k, g in zip(band_keys, going, strict=True) if g.live],
+        )
+        given.insert_sources(conn, tenant_id, going, document_id)
+        given.record_admitted(conn, tenant_id, going, actor=actor)
+        if gate is not None and self.gate:
+            link(conn, tenant_id, gate, [g.id for g in live], actor=actor)
+        given.insert_edges(conn, tenant_id, going)
+
     def links(self, tenant_id: str, memory_id: UUID, types: Sequence[str]) -> dict[str, list[UUID]]:
         """The edges an admitted memory points along, by type (what a manual write answers with)."""
         with self.db.tenant_tx(tenant_id) as conn:
             return outgoing(conn, tenant_id, memory_id, types)
 
     def prejudge(self, tenant_id: str, candidates: Sequence[MemoryCandidate]) -> JudgementCache | None:
-        """Run the contradiction gate's judge before the admission transaction (see ContradictionGate)."""
-        if not (self.gate and self.gate.prejudges and candidates):
+        """The contradiction gate's judgements before the admission transaction: the neighbours as
+        they are now, read in a short transaction of their own, judged off the lock."""
+        gate = self.gate
+        if not (gate and gate.prejudges and candidates):
             return None
-        return self.gate.prejudge(self.db, tenant_id, candidates)
+        with self.db.tenant_tx(tenant_id) as conn:
+            hot = hot_count(conn, tenant_id)
+            if not hot:
+                return {}
+            found = TransactionGateReads(conn, tenant_id, self.db.dialect).neighbours(
+                candidates, [c.norm_key for c in candidates], hot, gate.settings, gate.floors(candidates)
+            )
+        return gate.prejudge(candidates, found)
 
     def settle_vectors(self, tenant_id: str, *, limit: int) -> int:
         """Move up to ``limit`` fresh vectors into the ANN index; return how many moved."""
@@ -408,3 +479,14 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
                        LIMIT %s FOR UPDATE SKIP LOCKED)""",
                 [tenant_id, tenant_id, limit],
             ).rowcount
+
+
+def gate_counts(gate: GateOutcome) -> GateCounts:
+    """What an admission's counts say of its contradiction gate."""
+    return GateCounts(
+        judged=gate.judged,
+        judged_under_lock=gate.judged_under_lock,
+        judge_failures=gate.judge_failures,
+        superseded=len(gate.superseded_ids),
+        corroborated=sum(len(v) for v in gate.corroborates.values()),
+    )

@@ -12,26 +12,19 @@ from uuid import UUID
 from contextos.config import DecaySettings, LifecycleSettings
 from contextos.errors import BadRequest
 from contextos.lsh import sketch
+from contextos.ports.lifecycle import ArchiveRecord
 from contextos.scopes import ScopeFilter
 from contextos.store.bands import delete_bands, insert_bands
 from contextos.store.db import Conn, Database
 from contextos.store.dialect import Dialect
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
-from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
+from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate
 from contextos.store.sql import band_case, next_transition
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
 ACTOR = "lifecycle"
-
-
-@dataclass
-class ArchiveRecord:
-    memory_id: UUID
-    was_active: bool
-    reason: str
-    payload: bytes  # the full memory as JSON
 
 
 @dataclass
@@ -204,8 +197,8 @@ class ColdStore:
         what scoring reads of it. Whether any comes back is decided against the hot candidates.
         ``scope``: only stubs in it (a stub keeps its memory's scope, S11); where vectors carry the
         scope the nearest are taken within it, elsewhere the tenant's nearest are filtered."""
-        dialect = self.db.dialect.name
-        near_scope = vector_scope_predicate("v", scope) if vectors_carry_scope(dialect) else "TRUE"
+        dialect = self.db.dialect
+        near_scope = vector_scope_predicate("v", scope) if dialect.vectors_carry_scope() else "TRUE"
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 f"""WITH near AS (

@@ -24,10 +24,36 @@ from contextos.store.audit import write_audit
 from contextos.store.bands import band_sketch
 from contextos.store.batch import Writes
 from contextos.store.db import Conn
+from contextos.store.dialect import Dialect
 from contextos.store.scopes import key_owner_sql
 from pgvector import Vector
 
 UPDATE_REASON = "the newer statement reports a change to the same subject; both kept, the newer ranks first"
+
+
+class TransactionGateReads:
+    """``contextos.ports.gate.GateReads`` in one open transaction of one tenant."""
+
+    def __init__(self, conn: Conn, tenant_id: str, dialect: Dialect) -> None:
+        self.conn, self.tenant_id, self.dialect = conn, tenant_id, dialect
+        self.probes_cold = dialect.keeps_subject_terms()
+
+    def neighbours(
+        self,
+        candidates: Sequence[MemoryCandidate],
+        final_keys: Sequence[str],
+        hot_memories: int,
+        settings: GovernanceSettings,
+        floors: Sequence[float] | None = None,
+    ) -> list[dict[str, Any]]:
+        return neighbours(
+            self.conn, self.tenant_id, candidates, final_keys, hot_memories, self.dialect, settings, floors
+        )
+
+    def cold_sharing_words(
+        self, candidates: Sequence[MemoryCandidate], settings: GovernanceSettings
+    ) -> list[dict[str, Any]]:
+        return cold_sharing_words(self.conn, self.tenant_id, candidates, settings)
 
 
 def same_owner(alias: str) -> str:
@@ -81,7 +107,7 @@ def neighbours(
     candidates: Sequence[MemoryCandidate],
     final_keys: Sequence[str],
     hot_memories: int,
-    dialect: str,
+    dialect: Dialect,
     settings: GovernanceSettings,
     floors: Sequence[float] | None = None,
 ) -> list[dict[str, Any]]:
@@ -91,8 +117,8 @@ def neighbours(
     the lowest similarity its caller reads (a candidate that reports no change cannot update a
     neighbour, so below the judge's floor nothing of it is read); never below the settings' own.
 
-    A small tenant (and every CockroachDB tenant) is scanned exactly. A large one is probed by
-    subject in one statement for the batch (``_nearest_by_subject``)."""
+    A small tenant (and every tenant of an engine without the subject index) is scanned exactly. A
+    large one is probed by subject in one statement for the batch (``_nearest_by_subject``)."""
     cfg = settings
     k = cfg.contradiction_top_k
     params = {
@@ -106,10 +132,10 @@ def neighbours(
     floor = cfg.contradiction_similarity_floor
     # below the judge's floor, a neighbour is still checked for an update (the gate's update links)
     lowest = min(floor, cfg.update_similarity_floor) if cfg.update_links else floor
-    exact = dialect != "postgres" or hot_memories <= cfg.contradiction_exact_scan_max_rows
+    exact = not dialect.keeps_subject_terms() or hot_memories <= cfg.contradiction_exact_scan_max_rows
     lows = [lowest] * len(candidates)
     if exact:
-        rows = _nearest(conn, params, exact=dialect == "postgres")
+        rows = _nearest(conn, params, exact=dialect.ann_post_filters())
     else:
         lows = [max(lowest, f) for f in floors] if floors is not None else lows
         lsh = sketch(np.asarray([c.embedding for c in candidates], dtype=np.float32))

@@ -9,24 +9,26 @@ others find nothing left to claim.
 
 from __future__ import annotations
 
-import base64
-import json
-import re
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from contextos.conversations import SESSION_ID_PATTERN
-from contextos.errors import BadRequest, NotFound, SessionEnded
-from contextos.store.db import Database
-from contextos.store.rows import (
+from contextos.cursors import read_time_session_cursor, time_session_cursor
+from contextos.errors import NotFound, SessionEnded
+from contextos.ports.rows import (
     AppendedMessage,
     FlushRow,
+    HeldFromSessionRow,
     SessionDetail,
     SessionListRow,
+    SessionTaught,
+    TaughtMemoryRow,
     TurnRow,
     row_of,
     rows_of,
 )
+from contextos.scopes import Scope
+from contextos.store.db import Database
+from contextos.store.scopes import set_session_scope
 from psycopg.types.json import Jsonb
 
 FLUSH_COLUMNS = "session_id, message_from, message_to, trigger, status, error, counts, attempts"
@@ -35,6 +37,13 @@ FLUSH_COLUMNS = "session_id, message_from, message_to, trigger, status, error, c
 class ConversationStore:
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    def set_session_scope(self, tenant_id: str, session_id: str, scope: Scope) -> None:
+        """A session takes the scope its first scoped turn gives (later turns do not move it)."""
+        if scope.empty:
+            return
+        with self.db.tenant_tx(tenant_id) as conn:
+            set_session_scope(conn, tenant_id, session_id, scope)
 
     # -- chat time -------------------------------------------------------------------------
     def append(
@@ -262,6 +271,37 @@ class ConversationStore:
             ).fetchall()
         return SessionDetail(**session, flushes=rows_of(FlushRow, flushes))  # type: ignore[typeddict-item]
 
+    def taught(self, tenant_id: str, session_id: str) -> SessionTaught:
+        """What a session's flushes made of it: each memory one of its turns fed (created by the
+        flush when its creation time is the item's, as the admission's upsert tells a new row), with
+        what it superseded; and the candidates its flushes held for review."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            found = conn.execute("SELECT 1 FROM sessions WHERE tenant_id = %s AND id = %s", [tenant_id, session_id])
+            if found.fetchone() is None:
+                raise NotFound(f"session {session_id!r} not found")
+            memories = conn.execute(
+                """SELECT m.id, m.label, m.type, m.state,
+                          CASE WHEN bool_or(m.created_at = i.created_at) THEN 'admitted' ELSE 'merged' END AS outcome,
+                          min(i.message_from) AS message_from, max(i.message_to) AS message_to,
+                          COALESCE((SELECT array_agg(r.dst_id ORDER BY r.dst_id) FROM relationships r
+                                    WHERE r.tenant_id = m.tenant_id AND r.src_id = m.id AND r.type = 'supersedes'),
+                                   '{}') AS superseded
+                   FROM memory_items i JOIN memories m ON m.tenant_id = i.tenant_id AND m.id = i.memory_id
+                   WHERE i.tenant_id = %s AND i.session_id = %s AND m.forgotten_at IS NULL
+                   GROUP BY m.tenant_id, m.id ORDER BY min(i.created_at), m.label""",
+                [tenant_id, session_id],
+            ).fetchall()
+            held = conn.execute(
+                """SELECT id AS review_id, candidate->>'label' AS label, reason, trust, status FROM review_queue
+                   WHERE tenant_id = %s AND session_id = %s ORDER BY created_at, id""",
+                [tenant_id, session_id],
+            ).fetchall()
+        return SessionTaught(
+            session_id=session_id,
+            memories=rows_of(TaughtMemoryRow, memories),
+            held=rows_of(HeldFromSessionRow, held),
+        )
+
     def list_sessions(
         self, tenant_id: str, *, status: str | None, limit: int, cursor: str | None
     ) -> tuple[list[SessionListRow], str | None]:
@@ -323,16 +363,8 @@ class ConversationStore:
 
 
 def _encode_cursor(at: datetime, session_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([at.isoformat(), session_id]).encode()).decode()
+    return time_session_cursor(at, session_id)
 
 
 def _decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
-    if not cursor:
-        return None
-    try:
-        at, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if not isinstance(session_id, str) or not re.fullmatch(SESSION_ID_PATTERN, session_id):
-            raise TypeError("not a session id")  # e.g. a NUL, which PostgreSQL text refuses with a 500
-        return datetime.fromisoformat(at), session_id
-    except (ValueError, TypeError, json.JSONDecodeError) as exc:
-        raise BadRequest("the cursor is not one this API gave") from exc
+    return read_time_session_cursor(cursor)

@@ -197,6 +197,53 @@ class Dialect:
             case "cockroach":
                 return False
 
+    def containment_predicates(self, alias: str, *, tags: bool, metadata: bool, enumerates: bool) -> list[str]:
+        """A scope's tag and metadata containment on a memories ``alias`` (parameters ``scope_tags``
+        and ``scope_metadata``). A statement that finds a scope's rows from the filter alone
+        (``enumerates``) on PostgreSQL goes through the owner-side functions of migration 0018, so
+        their GIN indexes serve it under row-level security; one that only checks rows it already has
+        tests containment on them directly."""
+        match self.name:
+            case "postgres" if enumerates:
+                return [
+                    *([f"{alias}.id IN (SELECT contextos_tagged_memories(%(scope_tags)s::text[]))"] if tags else []),
+                    *([f"{alias}.id IN (SELECT contextos_metadata_memories(%(scope_metadata)s))"] if metadata else []),
+                ]
+            case _:
+                return [
+                    *([f"{alias}.tags @> %(scope_tags)s::text[]"] if tags else []),
+                    *([f"{alias}.metadata @> %(scope_metadata)s"] if metadata else []),
+                ]
+
+    def keeps_subject_terms(self) -> bool:
+        """Whether the contradiction gate's subject index (``memory_subject_terms``, migration 0021)
+        and the cold stubs' kept lexemes exist, so a large tenant is probed by subject and cold stubs
+        can be found as updated; CockroachDB has neither, and its gate scans its (tenant-prefixed)
+        vector index instead."""
+        match self.name:
+            case "postgres":
+                return True
+            case "cockroach":
+                return False
+
+    def combines_statements(self) -> bool:
+        """Whether independent writes may go as one multi-statement string in a pipeline
+        (``contextos.store.batch``); other engines run them one by one."""
+        match self.name:
+            case "postgres":
+                return True
+            case "cockroach":
+                return False
+
+    def keeps_text_statistics(self) -> bool:
+        """Whether the lifecycle scan counts lexemes with ``ts_stat`` (the common words and BM25's
+        document frequencies); without it every word is searched and counts are read live."""
+        match self.name:
+            case "postgres":
+                return True
+            case "cockroach":
+                return False
+
     def migration_files(self) -> list[tuple[int, str, Path]]:
         """(version, name, file) for every migration: one ``NNNN_name.sql`` file each, both dialects."""
         files: dict[int, tuple[str, Path]] = {}

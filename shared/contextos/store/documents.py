@@ -11,9 +11,9 @@ from uuid import UUID
 
 from contextos.errors import NotFound
 from contextos.models import DocumentRecord
+from contextos.ports.rows import ClaimedDocument, DocumentMemory, UploadTicketRow, row_of, rows_of
 from contextos.scopes import Scope
 from contextos.store.db import Database
-from contextos.store.rows import ClaimedDocument, DocumentMemory, UploadTicketRow, row_of, rows_of
 from contextos.store.scopes import set_document_scope
 from psycopg.types.json import Jsonb
 
@@ -145,6 +145,16 @@ class DocumentStore:
                 """UPDATE documents SET status = 'failed', error = %s, counts = counts || %s, updated_at = now()
                    WHERE tenant_id = %s AND id = %s AND status <> 'done'""",
                 [reason[:1000], Jsonb(counts or {}), tenant_id, document_id],
+            )
+
+    def finish_document(self, tenant_id: str, document_id: UUID, counts: dict[str, Any], *, source_type: str) -> None:
+        """Done without an admission of its own (a dropped workspace file: its counts are the file's report)."""
+        with self.db.tenant_tx(tenant_id) as conn:
+            conn.execute(
+                """UPDATE documents SET status = 'done', error = NULL, source_type = %s, counts = %s,
+                          updated_at = now()
+                   WHERE tenant_id = %s AND id = %s""",
+                [source_type, Jsonb(counts), tenant_id, document_id],
             )
 
     def memories_of_document(self, tenant_id: str, document_id: UUID) -> list[DocumentMemory]:

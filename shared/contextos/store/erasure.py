@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from contextos.ports.unit_of_work import ErasedRows
 from contextos.store.bands import delete_bands
-from contextos.store.db import Conn, Database
+from contextos.store.db import Conn
+from contextos.store.dialect import Dialect
 from contextos.store.locks import lock_tenant
 
 # Tables whose every row of a tenant goes with it (and no other table holds its content). The
@@ -61,32 +62,23 @@ _TOMBSTONES_SQL = """
 """
 
 
-@dataclass
-class ErasedRows:
-    """What an erasure removed: counts by table, and the S3 objects to delete after the commit."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    objects: list[tuple[str, str]] = field(default_factory=list)  # (bucket role, key): "raw" / "upload"
-    cold_members: list[UUID] = field(default_factory=list)  # cold memories to take out of their objects
-
-
 def scope_hash(tenant_id: str, user_id: str) -> str:
     """What the audit says about an erased user scope: not the user id itself (it may be an email)."""
     return hashlib.sha256(f"user:{tenant_id}:{user_id}".encode()).hexdigest()
 
 
-@dataclass
-class ErasureStore:
-    db: Database
+class TenantErasure:
+    """``contextos.ports.unit_of_work.Erasures`` in one open transaction of one tenant."""
 
-    def transaction(self, tenant_id: str) -> Any:
-        return self.db.tenant_tx(tenant_id)
+    def __init__(self, conn: Conn, tenant_id: str, dialect: Dialect) -> None:
+        self.conn, self.tenant_id, self.dialect = conn, tenant_id, dialect
 
     # -- a user scope ----------------------------------------------------------------------------
-    def user_rows(self, conn: Conn, tenant_id: str, user_id: str) -> dict[str, list[Any]]:
+    def user_rows(self, user_id: str) -> dict[str, list[Any]]:
         """The ids of everything of ``user_id``: its documents and sessions, the memories that are its
         or that only its documents and sessions taught, the occurrences it gave other memories, and
         the held candidates from its sources."""
+        conn, tenant_id = self.conn, self.tenant_id
         lock_tenant(conn, tenant_id)
         row = conn.execute(
             """WITH d AS (SELECT id FROM documents WHERE tenant_id = %(t)s AND user_id = %(u)s),
@@ -116,8 +108,9 @@ class ErasureStore:
         ).fetchone()
         return dict(row) if row else {}
 
-    def erase_user(self, conn: Conn, tenant_id: str, user_id: str, ids: dict[str, list[Any]], actor: str) -> ErasedRows:
+    def erase_user(self, user_id: str, ids: dict[str, list[Any]], *, actor: str) -> ErasedRows:
         """Delete what `user_rows` found (its cold members already taken out of their objects)."""
+        conn, tenant_id = self.conn, self.tenant_id
         out = ErasedRows()
         t = tenant_id
         params = {
@@ -176,11 +169,11 @@ class ErasureStore:
         return out
 
     # -- a whole tenant ----------------------------------------------------------------------------
-    def erase_tenant(self, conn: Conn, tenant_id: str, actor: str) -> ErasedRows:
+    def erase_tenant(self, *, actor: str) -> ErasedRows:
         """Every row of the tenant in every table but the audit chain (which gains the tombstones),
         its keys too. Its objects go by prefix (`ErasureService`)."""
+        conn, t = self.conn, self.tenant_id
         out = ErasedRows()
-        t = tenant_id
         lock_tenant(conn, t)
         everything = conn.execute(
             """SELECT ARRAY(SELECT id FROM memories WHERE tenant_id = %(t)s) AS memories,
@@ -208,7 +201,7 @@ class ErasureStore:
     def _delete_memories(self, conn: Conn, tenant_id: str, ids: Sequence[UUID]) -> int:
         if not ids:
             return 0
-        delete_bands(conn, self.db.dialect, tenant_id, ids)
+        delete_bands(conn, self.dialect, tenant_id, ids)
         active = conn.execute(
             """SELECT count(*) AS n FROM memories
                WHERE tenant_id = %s AND id = ANY(%s) AND state = 'active' AND tier = 'hot'""",

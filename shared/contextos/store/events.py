@@ -4,29 +4,10 @@ event has not gone out (migration 0050). Reads are set-based and bounded by ``li
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TypedDict
 from uuid import UUID
 
+from contextos.ports.rows import AuditEventRow, ReminderEventRow, rows_of
 from contextos.store.db import Database
-from contextos.store.rows import rows_of
-
-
-class AuditEventRow(TypedDict):
-    chain_seq: int
-    action: str
-    memory_id: UUID | None
-    label: str | None
-    at: datetime
-    actor: str
-    reason: str | None
-
-
-class ReminderEventRow(TypedDict):
-    id: UUID
-    memory_id: UUID
-    label: str | None
-    opened_at: datetime
 
 
 @dataclass

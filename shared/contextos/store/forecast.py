@@ -9,7 +9,7 @@ from uuid import UUID
 
 from contextos.config import DecaySettings
 from contextos.store.db import Database
-from contextos.store.sql import band_case, weibull_scale
+from contextos.store.sql import band_case, exponential_strength, weibull_scale, weibull_strength
 
 
 def _days_ahead(alias: str) -> str:
@@ -28,14 +28,14 @@ class ForecastStore:
         t = _days_ahead("m")
         current = (
             "(CASE WHEN m.decay_policy = 'weibull'"
-            f" THEN m.strength_anchor * exp(-power({t} / m.decay_scale, m.decay_shape))"
-            f" ELSE m.strength_anchor * power(1.0 - m.decay_rate, {t}) END)"
+            f" THEN {weibull_strength('m.strength_anchor', 'm.decay_scale', 'm.decay_shape', t)}"
+            f" ELSE {exponential_strength('m.strength_anchor', 'm.decay_rate', t)} END)"
         )
         if policy == "weibull":
             scale = weibull_scale("m.access_count", self.decay)
-            alternative = f"(m.strength_anchor * exp(-power({t} / {scale}, %(shape)s)))"
+            alternative = f"({weibull_strength('m.strength_anchor', scale, '%(shape)s', t)})"
         else:
-            alternative = f"(m.strength_anchor * power(1.0 - %(rate)s, {t}))"
+            alternative = f"({exponential_strength('m.strength_anchor', '%(rate)s', t)})"
         rows = self.db.tenant_read(
             tenant_id,
             (

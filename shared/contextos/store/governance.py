@@ -13,11 +13,7 @@ from uuid import UUID
 
 from contextos.errors import NotFound
 from contextos.governance_models import HeldCandidate
-from contextos.scopes import Scope
-from contextos.store.audit import write_audit
-from contextos.store.contradictions import insert_subject_terms
-from contextos.store.db import Conn, Database
-from contextos.store.rows import (
+from contextos.ports.rows import (
     AuditEntry,
     AuditEvent,
     ChainHead,
@@ -28,6 +24,10 @@ from contextos.store.rows import (
     row_of,
     rows_of,
 )
+from contextos.scopes import Scope
+from contextos.store.audit import write_audit
+from contextos.store.contradictions import insert_subject_terms
+from contextos.store.db import Conn, Database
 from psycopg.types.json import Jsonb
 
 __all__ = ["GovernanceStore", "insert_subject_terms", "write_audit"]

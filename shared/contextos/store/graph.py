@@ -6,9 +6,9 @@ from uuid import UUID
 
 from contextos.config import DecaySettings
 from contextos.errors import NotFound
+from contextos.ports.rows import GraphColumnsRow, GraphEdgeRow, GraphNodeRow, row_of, rows_of
 from contextos.scopes import ScopeFilter
 from contextos.store.db import Conn, Database
-from contextos.store.rows import GraphEdgeRow, GraphNodeRow, rows_of
 from contextos.store.scopes import scope_params, scope_predicate
 from contextos.store.sql import band_case, current_strength
 
@@ -27,7 +27,7 @@ class GraphReads:
         ``limit``; and every edge among them."""
         strength = current_strength("m")
         params = {"tenant": tenant_id, "id": memory_id, "hops": hops, "limit": limit + 1} | scope_params(scope)
-        in_scope = scope_predicate("m", scope, self.db.dialect.name)
+        in_scope = scope_predicate("m", scope, self.db.dialect)
         with self.db.tenant_tx(tenant_id) as conn:
             if not conn.execute(
                 "SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s AND m.forgotten_at IS NULL",
@@ -70,14 +70,7 @@ class GraphReads:
         params = {"tenant": tenant_id, "offset": offset, "upto": offset + limit} | scope_params(scope)
         # The ranks up to this page (and one more, to tell whether another page follows); strength
         # and band are computed for this page's rows only.
-        ranked = f"""ranked AS (
-                SELECT m.id, row_number() OVER (ORDER BY m.importance DESC, m.access_count DESC, m.id) AS rank
-                FROM memories m
-                WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
-                  AND {scope_predicate("m", scope, self.db.dialect.name, enumerates=True)}
-                ORDER BY m.importance DESC, m.access_count DESC, m.id
-                LIMIT %(upto)s + 1
-            )"""
+        ranked = self._ranked(scope, "m.id")
         with self.db.tenant_tx(tenant_id) as conn:
             nodes = conn.execute(
                 f"""WITH {ranked}
@@ -86,7 +79,7 @@ class GraphReads:
                     FROM ranked k
                     JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = k.id
                     LEFT JOIN memory_communities c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id
-                    WHERE k.rank > %(offset)s
+                    WHERE k.rank >= %(offset)s
                     ORDER BY k.rank""",
                 params,
             ).fetchall()
@@ -99,11 +92,74 @@ class GraphReads:
                     JOIN ranked s ON s.id = r.src_id
                     JOIN ranked d ON d.id = r.dst_id
                     WHERE r.tenant_id = %(tenant)s
-                      AND GREATEST(s.rank, d.rank) > %(offset)s AND GREATEST(s.rank, d.rank) <= %(upto)s
+                      AND GREATEST(s.rank, d.rank) >= %(offset)s AND GREATEST(s.rank, d.rank) < %(upto)s
                     ORDER BY r.weight DESC, r.src_id, r.dst_id""",
                 params,
             ).fetchall()
         return rows_of(GraphNodeRow, nodes), rows_of(GraphEdgeRow, edges), truncated
+
+    def tenant_graph_columns(
+        self, tenant_id: str, *, limit: int, offset: int = 0, scope: ScopeFilter | None = None
+    ) -> GraphColumnsRow:
+        """`tenant_graph`'s page (same memories, same edges) as columns, in one statement and one row:
+        the memories are read once, with what the page shows, as they are ranked; strength and band
+        only for the page's rows; an edge names its ends by rank, not by id."""
+        strength = current_strength("k")
+        params = {"tenant": tenant_id, "offset": offset, "upto": offset + limit} | scope_params(scope)
+        ranked = self._ranked(
+            scope,
+            "m.id, m.label, m.type, m.importance, m.decay_policy, m.decay_rate, m.decay_scale, m.decay_shape,"
+            " m.strength_anchor, m.strength_anchor_at",
+        )
+        with self.db.tenant_tx(tenant_id) as conn:
+            row = conn.execute(
+                f"""WITH {ranked},
+                    page AS (
+                        SELECT k.rank, k.id, k.label, k.type, k.importance, c.community,
+                               {band_case(strength, self.decay, "k.decay_policy")} AS band
+                        FROM ranked k
+                        LEFT JOIN memory_communities c ON c.tenant_id = %(tenant)s AND c.memory_id = k.id
+                        WHERE k.rank >= %(offset)s AND k.rank < %(upto)s
+                    ),
+                    edges AS (
+                        SELECT s.rank AS src, d.rank AS dst, r.type, r.weight
+                        FROM relationships r
+                        JOIN ranked s ON s.id = r.src_id
+                        JOIN ranked d ON d.id = r.dst_id
+                        WHERE r.tenant_id = %(tenant)s
+                          AND GREATEST(s.rank, d.rank) >= %(offset)s AND GREATEST(s.rank, d.rank) < %(upto)s
+                    )
+                    SELECT (SELECT count(*) FROM ranked) > %(upto)s AS truncated, n.*, e.*
+                    FROM (SELECT coalesce(array_agg(id ORDER BY rank), '{{}}') AS ids,
+                                 coalesce(array_agg(label ORDER BY rank), '{{}}') AS labels,
+                                 coalesce(array_agg(type ORDER BY rank), '{{}}') AS types,
+                                 coalesce(array_agg(band ORDER BY rank), '{{}}') AS bands,
+                                 coalesce(array_agg(importance ORDER BY rank), '{{}}') AS importance,
+                                 coalesce(array_agg(community ORDER BY rank), '{{}}') AS communities
+                          FROM page) n,
+                         (SELECT coalesce(array_agg(src ORDER BY weight DESC, src, dst), '{{}}') AS edge_src,
+                                 coalesce(array_agg(dst ORDER BY weight DESC, src, dst), '{{}}') AS edge_dst,
+                                 coalesce(array_agg(type ORDER BY weight DESC, src, dst), '{{}}') AS edge_types,
+                                 coalesce(array_agg(weight ORDER BY weight DESC, src, dst), '{{}}') AS edge_weights
+                          FROM edges) e""",
+                params,
+            ).fetchone()
+        columns = row_of(GraphColumnsRow, row)
+        assert columns is not None  # an aggregate without GROUP BY returns one row
+        return columns
+
+    def _ranked(self, scope: ScopeFilter | None, columns: str) -> str:
+        """The ``ranked`` CTE: ``columns`` of the tenant's live memories in the graph's order with their
+        0-based ``rank``, up to the page's end and one more (whether another page follows)."""
+        order = "m.importance DESC, m.access_count DESC, m.id"
+        return f"""ranked AS MATERIALIZED (
+                SELECT {columns}, (row_number() OVER (ORDER BY {order}) - 1)::int AS rank
+                FROM memories m
+                WHERE m.tenant_id = %(tenant)s AND m.state = 'active' AND m.tier = 'hot'
+                  AND {scope_predicate("m", scope, self.db.dialect, enumerates=True)}
+                ORDER BY {order}
+                LIMIT %(upto)s + 1
+            )"""
 
     @staticmethod
     def _edges_among(conn: Conn, tenant_id: str, ids: Sequence[UUID]) -> list[GraphEdgeRow]:

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from contextos.ports.reads import BM25Params, PoolRequest
 from contextos.store.db import Database
 from contextos.store.predicates import believed
 from contextos.store.predicates import live_now as live_now  # re-exported: readers import it from here
 from contextos.store.sql import current_strength
-from contextos.store.text_search import BM25Params, rank_text, search_phrases
+from contextos.store.text_search import rank_text, search_phrases
 from pgvector import Vector
 
 
@@ -174,40 +175,23 @@ def walk_params(tenant_id: str, seeds: Sequence[UUID], fall: float, shared_sourc
     return {"tenant": tenant_id, "seeds": list(seeds), "fall": fall, "shared": shared_source_weight, "k": k}
 
 
-@dataclass(frozen=True, slots=True)
-class PoolRequest:
-    """What `candidate_pool_sql` is asked: the walk's seeds and knobs, the searches' hits, the top
-    hits whose S9 communities count, and how many pinned memories and excerpts to read."""
-
-    seeds: Sequence[UUID]
-    found: Sequence[UUID]
-    top: Sequence[UUID]
-    hops: int
-    fall: float
-    shared_source_weight: float
-    k: int
-    pinned: int
-    excerpts: int
-    excerpt_chars: int
-    stems: Sequence[str] = ()  # the query's content-word stems, which choose the excerpts read
-    known: Sequence[UUID] = ()  # ids whose cosine the caller holds: their vectors are not read again
-
-    def params(self, tenant_id: str, query_vector: Sequence[float]) -> dict:
-        return {
-            "tenant": tenant_id,
-            "q": Vector(list(query_vector)),
-            "seeds": list(self.seeds),
-            "found": list(self.found),
-            "top": list(self.top),
-            "fall": self.fall,
-            "shared": self.shared_source_weight,
-            "k": self.k,
-            "pinned": self.pinned,
-            "excerpts": self.excerpts,
-            "excerpt_chars": self.excerpt_chars,
-            "stems": list(self.stems),
-            "known": list(self.known),
-        }
+def pool_params(request: PoolRequest, tenant_id: str, query_vector: Sequence[float]) -> dict:
+    """`candidate_pool_sql`'s parameters."""
+    return {
+        "tenant": tenant_id,
+        "q": Vector(list(query_vector)),
+        "seeds": list(request.seeds),
+        "found": list(request.found),
+        "top": list(request.top),
+        "fall": request.fall,
+        "shared": request.shared_source_weight,
+        "k": request.k,
+        "pinned": request.pinned,
+        "excerpts": request.excerpts,
+        "excerpt_chars": request.excerpt_chars,
+        "stems": list(request.stems),
+        "known": list(request.known),
+    }
 
 
 def scoring_columns(as_of: bool) -> str:
@@ -308,7 +292,7 @@ class HistoricalReads:
 
     def text_search(self, tenant_id: str, phrases: Sequence[Sequence[str]], *, k: int, cap: int) -> list[dict]:
         with self.db.tenant_tx(tenant_id) as conn:
-            return search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap, as_of=self.as_of)
+            return search_phrases(conn, self.db.dialect, tenant_id, phrases, k=k, cap=cap, as_of=self.as_of)
 
     def text_rank(
         self,
@@ -325,7 +309,7 @@ class HistoricalReads:
         with self.db.tenant_tx(tenant_id) as conn:
             return rank_text(
                 conn,
-                self.db.dialect.name,
+                self.db.dialect,
                 tenant_id,
                 query,
                 extra,
@@ -341,5 +325,5 @@ class HistoricalReads:
         with self.db.tenant_tx(tenant_id) as conn:
             return conn.execute(
                 candidate_pool_sql(believed, as_of=True, hops=request.hops),
-                request.params(tenant_id, query_vector) | {"as_of": self.as_of},
+                pool_params(request, tenant_id, query_vector) | {"as_of": self.as_of},
             ).fetchall()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contextos.ports.rows import KeyIdentity, KeyListRow, row_of, rows_of
 from contextos.store.db import Database
-from contextos.store.rows import KeyIdentity, KeyListRow, row_of, rows_of
 
 
 @dataclass

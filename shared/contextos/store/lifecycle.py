@@ -8,35 +8,24 @@ and every batch is one transaction, so a crash leaves each memory either done or
 
 from __future__ import annotations
 
-import base64
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 from uuid import UUID
 
 from contextos.config import DecaySettings, LifecycleSettings
-from contextos.errors import BadRequest, NotFound
+from contextos.cursors import read_time_id_cursor, time_id_cursor
+from contextos.errors import NotFound
+from contextos.ports.lifecycle import TransitionBatch
+from contextos.ports.rows import AcknowledgedReminder, ReminderRow, rows_of
 from contextos.store.bands import delete_band_pairs
 from contextos.store.cold import ACTOR, ColdStore
 from contextos.store.db import Database, one
 from contextos.store.governance import write_audit
 from contextos.store.locks import lock_tenant
-from contextos.store.rows import AcknowledgedReminder, ReminderRow, rows_of
 from contextos.store.sql import band_case, current_strength, next_transition
 
 STAGES = ("materialize", "archive", "expire", "settle", "text_statistics")
 _NO_KEY = (datetime.fromisoformat("0001-01-01T00:00:00+00:00"), UUID(int=0))
-
-
-@dataclass
-class TransitionBatch:
-    """One keyset batch of due memories: how many were looked at, how many changed band, into which."""
-
-    claimed: int = 0
-    changed: int = 0
-    bands: dict[str, int] = field(default_factory=dict)
-    reminders_opened: int = 0
-    after: tuple[datetime, UUID] | None = None  # the next batch starts after this key; None when done
 
 
 # One ts_stat pass feeds both statistics: the common lexemes (S6.2's text search leaves them out,
@@ -89,7 +78,7 @@ class LifecycleStore(ColdStore):
             if bm25:
                 conn.execute("DELETE FROM text_lexeme_stats WHERE tenant_id = %s", [tenant_id])
                 conn.execute("DELETE FROM text_tenant_stats WHERE tenant_id = %s", [tenant_id])
-            if self.db.dialect.name != "postgres":  # no ts_stat: every word is searched, counts live
+            if not self.db.dialect.keeps_text_statistics():  # every word is searched, counts live
                 return 0, 0
             row = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant_id]).fetchone()
             hot = row["hot_memories"] if row else 0
@@ -283,14 +272,8 @@ _MAX_UUID = UUID(int=(1 << 128) - 1)
 
 
 def _encode_cursor(at: datetime, row_id: UUID) -> str:
-    return base64.urlsafe_b64encode(f"{at.isoformat()}|{row_id}".encode()).decode()
+    return time_id_cursor(at, row_id)
 
 
 def _decode_cursor(cursor: str | None) -> tuple[datetime, UUID]:
-    if not cursor:
-        return _FAR_FUTURE, _MAX_UUID
-    try:
-        at, row_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-        return datetime.fromisoformat(at), UUID(row_id)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest("the cursor is not one this API returned") from exc
+    return read_time_id_cursor(cursor) or (_FAR_FUTURE, _MAX_UUID)

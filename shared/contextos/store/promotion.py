@@ -4,22 +4,15 @@ so the decision, its audit row and the memory land together (or not at all)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from uuid import UUID
 
 from contextos.models import MemoryCandidate
+from contextos.ports.admission import Promotion
+from contextos.ports.rows import DecidedReview
 from contextos.scopes import Scope
 from contextos.sources import ConceptSource, DocumentSource, SessionSource
 from contextos.store.db import Conn
 from contextos.store.governance import GovernanceStore
-from contextos.store.rows import DecidedReview
 from contextos.store.scopes import source_scope
-
-
-@dataclass(frozen=True)
-class Promotion:
-    review_id: UUID
-    actor: str
-    reason: str
 
 
 @dataclass(frozen=True)

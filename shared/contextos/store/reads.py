@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import cast
 from uuid import UUID
 
 from contextos.config import DecaySettings
 from contextos.errors import NotFound
-from contextos.store.db import Database
-from contextos.store.history import PoolRequest, candidate_pool_sql, graph_walk_sql, walk_params
-from contextos.store.predicates import live_now
-from contextos.store.rows import (
+from contextos.ports.reads import BM25Params, PoolRequest, SearchReads
+from contextos.ports.rows import (
     MemoryDetail,
     MemorySourceRow,
     PhraseHit,
@@ -28,8 +27,13 @@ from contextos.store.rows import (
     WalkRow,
     rows_of,
 )
+from contextos.scopes import ScopeFilter
+from contextos.store.db import Database
+from contextos.store.history import HistoricalReads, candidate_pool_sql, graph_walk_sql, pool_params, walk_params
+from contextos.store.predicates import live_now
+from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.sql import band_case, current_strength, next_transition, reinforced, weibull_scale
-from contextos.store.text_search import BM25Params, bm25_call, phrases_call, rank_text, search_phrases
+from contextos.store.text_search import bm25_call, phrases_call, rank_text, search_phrases
 from pgvector import Vector
 
 
@@ -64,6 +68,28 @@ class ReadStore:
         self.decay = decay
         # tenant → (hot memories, its own ANN index or None, read at monotonic s)
         self._scope_sizes: dict[str, tuple[int, str | None, float]] = {}
+
+    def reader(
+        self,
+        *,
+        as_of: datetime | None,
+        scope: ScopeFilter | None,
+        exact_scan_max_rows: int,
+        scope_cache_s: float,
+    ) -> SearchReads:
+        """These reads within ``scope`` (S11), answered as of ``as_of`` (S7), or both; the store
+        itself when neither is asked. (The scoped readers return their rows as plain dicts with the
+        port's keys.)"""
+        if scope is not None and scope.empty:
+            scope = None
+        if as_of is None:
+            if scope is None:
+                return self
+            return cast(SearchReads, ScopedReads(self, scope, exact_scan_max_rows, scope_cache_s))
+        history = HistoricalReads(self.db, as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC))
+        if scope is None:
+            return cast(SearchReads, history)
+        return cast(SearchReads, ScopedHistoricalReads(history, scope, exact_scan_max_rows))
 
     def sources_of_memory(self, tenant_id: str, memory_id: UUID) -> list[MemorySourceRow]:
         """Every occurrence behind a memory (memory → documents and sessions)."""
@@ -102,7 +128,7 @@ class ReadStore:
         params = {"q": Vector(list(embedding)), "tenant": tenant_id, "k": k}
         dialect = self.db.dialect
         post_filters = dialect.ann_post_filters()
-        size, own_index = self._tenant_shape(tenant_id, scope_cache_s)
+        size, own_index = self.tenant_shape(tenant_id, scope_cache_s)
         if post_filters and own_index is None and size <= exact_scan_max_rows:
             # a small tenant: one exact pass beats an ANN pass that may come up short
             return rows_of(VectorHit, self.db.tenant_read(tenant_id, (_vector_sql(exact=True), params)))
@@ -129,11 +155,11 @@ class ReadStore:
         )
         return int(rows[0]["n"])
 
-    def _scope_size(self, tenant_id: str, cache_s: float) -> int:
-        """The tenant's hot memories (see `_tenant_shape`)."""
-        return self._tenant_shape(tenant_id, cache_s)[0]
+    def hot_scope_size(self, tenant_id: str, cache_s: float) -> int:
+        """The tenant's hot memories (see `tenant_shape`)."""
+        return self.tenant_shape(tenant_id, cache_s)[0]
 
-    def _tenant_shape(self, tenant_id: str, cache_s: float) -> tuple[int, str | None]:
+    def tenant_shape(self, tenant_id: str, cache_s: float) -> tuple[int, str | None]:
         """The tenant's hot memories and its own ANN index (None: none yet), as read at most
         ``cache_s`` ago by this process: they only pick the exact pass, the tenant's index or the
         shared one, and a count a few seconds old picks as well as a fresh one. An index dropped in
@@ -158,7 +184,7 @@ class ReadStore:
         if self.db.dialect.ranks_in_sql():
             return rows_of(PhraseHit, self.db.tenant_read(tenant_id, phrases_call(phrases, k=k, cap=cap)))
         with self.db.tenant_tx(tenant_id) as conn:
-            return rows_of(PhraseHit, search_phrases(conn, self.db.dialect.name, tenant_id, phrases, k=k, cap=cap))
+            return rows_of(PhraseHit, search_phrases(conn, self.db.dialect, tenant_id, phrases, k=k, cap=cap))
 
     def text_rank(
         self,
@@ -180,7 +206,7 @@ class ReadStore:
             call = bm25_call(query, extra, k=k, cap=cap, params=params, with_cold=with_cold)
             return rows_of(TextHit, self.db.tenant_read(tenant_id, call))
         with self.db.tenant_tx(tenant_id) as conn:
-            dialect = self.db.dialect.name
+            dialect = self.db.dialect
             ranked = rank_text(conn, dialect, tenant_id, query, extra, phrases, k=k, cap=cap or k, params=params)
             return rows_of(TextHit, ranked)
 
@@ -228,7 +254,10 @@ class ReadStore:
         hit; then the pinned ``always_load`` memories, flagged (see `candidate_pool_sql`)."""
         return self.db.tenant_read(
             tenant_id,
-            (candidate_pool_sql(live_now, as_of=False, hops=request.hops), request.params(tenant_id, query_vector)),
+            (
+                candidate_pool_sql(live_now, as_of=False, hops=request.hops),
+                pool_params(request, tenant_id, query_vector),
+            ),
         )
 
     def reinforce_and_log(

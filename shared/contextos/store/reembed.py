@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from contextos.lsh import Sketch
+from contextos.ports.rows import ReembedRow, rows_of
 from contextos.store.bands import delete_bands, insert_bands, keys_literal
 from contextos.store.db import Database
-from contextos.store.rows import ReembedRow, rows_of
 from pgvector import Vector
 
 

@@ -25,13 +25,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
+from contextos.ports.reads import BM25Params, PoolRequest, TextRanking
+from contextos.ports.rows import TextHit, rows_of
 from contextos.scopes import ScopeFilter
-from contextos.store.history import HistoricalReads, PoolRequest, believed, candidate_pool_sql, live_now
-from contextos.store.repository import MemoryStore
-from contextos.store.rows import TextHit, rows_of
-from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate, vectors_carry_scope
-from contextos.store.text_search import BM25Params, bm25_call
+from contextos.store.db import Database
+from contextos.store.history import HistoricalReads, believed, candidate_pool_sql, live_now, pool_params
+from contextos.store.scopes import scope_params, scope_predicate, vector_scope_predicate
+from contextos.store.text_search import bm25_call
 from pgvector import Vector
 
 SCOPED_EXACT_MAX_ROWS = 4000  # up to here one exact pass through the scope's index beats a widened ANN
@@ -69,22 +71,30 @@ def _remember(key: tuple[str, str], value: tuple[float, float]) -> None:
         _LARGE_SCOPES.popitem(last=False)
 
 
+class PresentReads(TextRanking, Protocol):
+    """The tenant-wide present-time reads a scope narrows (``contextos.store.reads.ReadStore``)."""
+
+    db: Database
+
+    def hot_scope_size(self, tenant_id: str, cache_s: float) -> int: ...
+
+    def tenant_shape(self, tenant_id: str, cache_s: float) -> tuple[int, str | None]: ...
+
+
 @dataclass
 class ScopedReads:
-    store: MemoryStore
+    store: PresentReads
     scope: ScopeFilter
     exact_scan_max_rows: int = 20_000  # the retrieval settings' (what the text side's exact pass is bounded by)
     scope_cache_s: float = 30.0  # how long a scope found too large for the exact pass is remembered
 
     def enumerated(self, alias: str) -> str:
         """`live`, for a statement that finds the scope's rows from the filter alone."""
-        return (
-            f"({live_now(alias)} AND {scope_predicate(alias, self.scope, self.store.db.dialect.name, enumerates=True)})"
-        )
+        return f"({live_now(alias)} AND {scope_predicate(alias, self.scope, self.store.db.dialect, enumerates=True)})"
 
     def live(self, alias: str) -> str:
         """ "In the hot, current store, and in scope" on a memories alias."""
-        return f"({live_now(alias)} AND {scope_predicate(alias, self.scope, self.store.db.dialect.name)})"
+        return f"({live_now(alias)} AND {scope_predicate(alias, self.scope, self.store.db.dialect)})"
 
     def _hints(self) -> list[tuple[str, None]]:
         """Every scope field has an index (btrees on user/agent/run, GIN on tags and metadata), yet
@@ -101,7 +111,7 @@ class ScopedReads:
         """The scope's vectors are found on memory_vectors itself (migration 0023): an owner field
         (user, agent, run) has a btree there; tags and metadata alone are enumerated on memories."""
         scope = self.scope
-        return vectors_carry_scope(self.store.db.dialect.name) and bool(scope.user_id or scope.agent_id or scope.run_id)
+        return self.store.db.dialect.vectors_carry_scope() and bool(scope.user_id or scope.agent_id or scope.run_id)
 
     def _exact_sql(self, *, capped: bool) -> str:
         """The scope's vectors, exactly: each distance once, the nearest k, and how many the scope
@@ -111,7 +121,7 @@ class ScopedReads:
             meta = ""
             if self.scope.metadata:  # not copied onto vectors: checked on the memories' rows
                 meta = f""" AND EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = v.tenant_id AND m.id = v.memory_id
-                                         AND {scope_predicate("m", self.scope, self.store.db.dialect.name)})"""
+                                         AND {scope_predicate("m", self.scope, self.store.db.dialect)})"""
             in_scope = vector_scope_predicate("v", self.scope)
             scoped = f"""SELECT v.memory_id, v.embedding <=> %(q)s AS distance FROM memory_vectors v
                          WHERE v.tenant_id = %(tenant)s AND v.searchable AND {in_scope}{meta}
@@ -169,7 +179,11 @@ class ScopedReads:
         seen = _LARGE_SCOPES.get(key)
         # a scope whose share of the index's candidates puts it well above the exact pass's bound
         # stays large without being counted again (the ANN still falls back when short)
-        if known is None and seen is not None and seen[0] * self.store._scope_size(tenant_id, scope_cache_s) > 2 * cap:
+        if (
+            known is None
+            and seen is not None
+            and seen[0] * self.store.hot_scope_size(tenant_id, scope_cache_s) > 2 * cap
+        ):
             known = (seen[0], time.monotonic())
         if known is None:
             # One round trip for a small scope: its vectors (at most cap + 1), their exact distances,
@@ -179,14 +193,31 @@ class ScopedReads:
                 _LARGE_SCOPES.pop(key, None)  # small (again): exact
                 return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows if r["id"] is not None]
             # still large: the share last seen, else at least cap + 1 of the tenant's hot rows
-            hot = max(self.store._scope_size(tenant_id, scope_cache_s), cap + 1)
+            hot = max(self.store.hot_scope_size(tenant_id, scope_cache_s), cap + 1)
             known = (seen[0] if seen else (cap + 1) / hot, time.monotonic())
         share = known[0]
         breadth = ann_breadth(ef_search, k, share)
+        ann = self._ann_sql(tenant_id, scope_cache_s)
+        found = db.tenant_read(
+            tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
+        )
+        if found:  # the scope's share among the index's candidates near this query sizes the next one
+            near = int(found[0]["in_scope"]) / max(int(found[0]["candidates"]), 1)
+            share = max((share + near) / 2, SHARE_FLOOR)
+        _remember(key, (share, known[1]))
+        if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
+            rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=False), params))
+            return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
+        return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in found]
+
+    def _ann_sql(self, tenant_id: str, scope_cache_s: float) -> str:
+        """The widened ANN over the tenant's index, counting every candidate it returned and those in
+        scope apart, then the scope's nearest k."""
+        db = self.store.db
         # every candidate the index returned is counted, those in scope apart: a LEFT JOIN where
         # the scope (or its metadata) is read on memories
         memories = f"LEFT JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = near.memory_id AND {self.live('m')}"
-        if vectors_carry_scope(db.dialect.name):  # the ANN's rows carry the scope: filtered as they come
+        if db.dialect.vectors_carry_scope():  # the ANN's rows carry the scope: filtered as they come
             wanted = vector_scope_predicate("near", self.scope)
             join = memories if self.scope.metadata else ""
             wanted = f"({wanted} AND m.id IS NOT NULL)" if self.scope.metadata else wanted
@@ -194,9 +225,9 @@ class ScopedReads:
             wanted, join = "(m.id IS NOT NULL)", memories
         # the tenant's own index (store/vector_indexes.py) holds only its rows, so the scope's share of
         # its candidates is its share of the tenant; the tenant spelt out lets every plan match it
-        own_index = self.store._tenant_shape(tenant_id, scope_cache_s)[1]
+        own_index = self.store.tenant_shape(tenant_id, scope_cache_s)[1]
         indexed_tenant = db.dialect.tenant_literal(tenant_id) if own_index else "%(tenant)s"
-        ann = f"""SELECT id, vector_sim, candidates, in_scope FROM (
+        return f"""SELECT id, vector_sim, candidates, in_scope FROM (
                       SELECT near.memory_id AS id, 1.0 - near.distance AS vector_sim, near.distance,
                              {wanted} AS wanted, count(*) OVER () AS candidates,
                              sum(CASE WHEN {wanted} THEN 1 ELSE 0 END) OVER () AS in_scope
@@ -218,17 +249,6 @@ class ScopedReads:
                   WHERE wanted
                   ORDER BY distance, id
                   LIMIT %(k)s"""
-        found = db.tenant_read(
-            tenant_id, (db.dialect.search_breadth_sql(breadth), None), (ann, params | {"breadth": breadth})
-        )
-        if found:  # the scope's share among the index's candidates near this query sizes the next one
-            near = int(found[0]["in_scope"]) / max(int(found[0]["candidates"]), 1)
-            share = max((share + near) / 2, SHARE_FLOOR)
-        _remember(key, (share, known[1]))
-        if len(found) < k:  # the widened ANN came up short: the whole scope, exactly
-            rows = db.tenant_read(tenant_id, *self._hints(), (self._exact_sql(capped=False), params))
-            return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in rows]
-        return [{"id": r["id"], "vector_sim": r["vector_sim"]} for r in found]
 
     def searchable_rows(self, tenant_id: str, *, at_most: int) -> int:
         """The scope's searchable vectors, counted up to ``at_most``."""
@@ -270,7 +290,7 @@ class ScopedReads:
         )
         if not hits:
             return []
-        dialect = db.dialect.name
+        dialect = db.dialect
         rows = db.tenant_read(
             tenant_id,
             *self._hints(),
@@ -291,7 +311,7 @@ class ScopedReads:
             tenant_id,
             (
                 candidate_pool_sql(self.live, as_of=False, hops=request.hops),
-                request.params(tenant_id, query_vector) | scope_params(self.scope),
+                pool_params(request, tenant_id, query_vector) | scope_params(self.scope),
             ),
         )
 
@@ -310,7 +330,7 @@ class ScopedHistoricalReads:
 
     def live(self, alias: str) -> str:
         """Believed at %(as_of)s and in scope, on a memories alias."""
-        dialect = self.history.db.dialect.name
+        dialect = self.history.db.dialect
         return f"({believed(alias)} AND {scope_predicate(alias, self.scope, dialect)})"
 
     def _params(self, tenant_id: str) -> dict:
@@ -388,6 +408,6 @@ class ScopedHistoricalReads:
             tenant_id,
             (
                 candidate_pool_sql(self.live, as_of=True, hops=request.hops),
-                request.params(tenant_id, query_vector) | self._params(tenant_id),
+                pool_params(request, tenant_id, query_vector) | self._params(tenant_id),
             ),
         )

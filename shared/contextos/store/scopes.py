@@ -8,42 +8,27 @@ from __future__ import annotations
 from typing import Any
 
 from contextos.scopes import Scope, ScopeFilter
-from contextos.store.dialect import DialectName, get_dialect
+from contextos.store.dialect import Dialect
 from psycopg.types.json import Jsonb
 
 
-def scope_predicate(
-    alias: str, scope: ScopeFilter | None, dialect: str = "postgres", *, enumerates: bool = False
-) -> str:
+def scope_predicate(alias: str, scope: ScopeFilter | None, dialect: Dialect, *, enumerates: bool = False) -> str:
     """``TRUE`` or the conjunction of the filter's fields on ``alias`` (parameters from `scope_params`).
 
     ``enumerates``: the statement finds a scope's rows from the filter alone (a list, the exact
-    pass over a scope). On PostgreSQL the tag and metadata containment then goes through the
-    owner-side functions of migration 0018, so their GIN indexes serve it under row-level
-    security; a statement that only checks rows it already has (search hits, the candidate pool)
-    tests containment on them directly, which costs nothing like reading every id of a large tag."""
+    pass over a scope), which the engine may serve through its containment indexes
+    (`Dialect.containment_predicates`); a statement that only checks rows it already has (search
+    hits, the candidate pool) tests containment on them directly, which costs nothing like reading
+    every id of a large tag."""
     if scope is None or scope.empty:
         return "TRUE"
     parts = [
         f"{alias}.{field} = %(scope_{field})s" for field in ("user_id", "agent_id", "run_id") if getattr(scope, field)
     ]
-    match dialect:
-        case "postgres" if enumerates:
-            if scope.tags:
-                parts.append(f"{alias}.id IN (SELECT contextos_tagged_memories(%(scope_tags)s::text[]))")
-            if scope.metadata:
-                parts.append(f"{alias}.id IN (SELECT contextos_metadata_memories(%(scope_metadata)s))")
-        case _:
-            if scope.tags:
-                parts.append(f"{alias}.tags @> %(scope_tags)s::text[]")
-            if scope.metadata:
-                parts.append(f"{alias}.metadata @> %(scope_metadata)s")
+    parts += dialect.containment_predicates(
+        alias, tags=bool(scope.tags), metadata=bool(scope.metadata), enumerates=enumerates
+    )
     return "(" + " AND ".join(parts) + ")"
-
-
-def vectors_carry_scope(dialect: DialectName) -> bool:
-    """Whether memory_vectors holds a copy of each memory's user, agent, run and tags."""
-    return get_dialect(dialect).vectors_carry_scope()
 
 
 def vector_scope_predicate(alias: str, scope: ScopeFilter | None) -> str:

@@ -15,13 +15,43 @@ def _days_since(anchor_at_sql: str) -> str:
     return f"(GREATEST(extract(epoch FROM (now() - {anchor_at_sql})), 0) / 86400.0)"
 
 
+# PostgreSQL raises on a float underflow (exp(-800), power(2e-16, 111)) where Python gives 0.0. A
+# strength that small is in the forgotten band whatever its exact value, so the exponent stops at
+# -700 (exp(-700) ≈ 1e-304) and the SQL agrees with ``contextos.decay`` on every band.
+_LOWEST_EXPONENT = 700.0
+
+
+def exponential_strength(anchor: str, rate: str, days: str) -> str:
+    """S0·(1 − λ)^days, written as exp(days·ln(1 − λ)) so it can be floored before it underflows."""
+    return f"{anchor} * exp(GREATEST({days} * ln(1.0 - {rate}), -{_LOWEST_EXPONENT}))"
+
+
+def weibull_strength(anchor: str, scale: str, shape: str, days: str) -> str:
+    """S0·exp(−(days/η)^k), its exponent floored as above."""
+    return f"{anchor} * exp(-LEAST(power({days} / {scale}, {shape}), {_LOWEST_EXPONENT}))"
+
+
 def current_strength(alias: str = "m") -> str:
     """S(now) from the row's anchors: S0·(1 − λ)^days, or S0·exp(−(days/η)^k) for Weibull rows."""
-    days = _days_since(f"{alias}.strength_anchor_at")
+    return strength_since(
+        f"{alias}.strength_anchor",
+        f"{alias}.strength_anchor_at",
+        f"{alias}.decay_rate",
+        policy_sql=f"{alias}.decay_policy",
+        scale_sql=f"{alias}.decay_scale",
+        shape_sql=f"{alias}.decay_shape",
+    )
+
+
+def strength_since(
+    anchor_sql: str, anchor_at_sql: str, rate_sql: str, *, policy_sql: str, scale_sql: str, shape_sql: str
+) -> str:
+    """S(now) from any anchors (a row's, or the ones a new row is given)."""
+    days = _days_since(anchor_at_sql)
     return (
-        f"(CASE WHEN {alias}.decay_policy = 'weibull'"
-        f" THEN {alias}.strength_anchor * exp(-power({days} / {alias}.decay_scale, {alias}.decay_shape))"
-        f" ELSE {alias}.strength_anchor * power(1.0 - {alias}.decay_rate, {days}) END)"
+        f"(CASE WHEN {policy_sql} = 'weibull'"
+        f" THEN {weibull_strength(anchor_sql, scale_sql, shape_sql, days)}"
+        f" ELSE {exponential_strength(anchor_sql, rate_sql, days)} END)"
     )
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from contextos.ports.reads import BM25Params
 from contextos.scopes import ScopeFilter
-from contextos.store.dialect import DialectName, get_dialect
+from contextos.store.dialect import Dialect
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -80,7 +80,7 @@ def phrases_call(
 
 def search_phrases(
     conn: Any,
-    dialect: DialectName,
+    dialect: Dialect,
     tenant_id: str,
     phrases: Sequence[Sequence[str]],
     *,
@@ -93,7 +93,7 @@ def search_phrases(
     by its synonyms."""
     if not phrases:
         return []
-    if get_dialect(dialect).ranks_in_sql():
+    if dialect.ranks_in_sql():
         return conn.execute(*phrases_call(phrases, k=k, cap=cap, as_of=as_of)).fetchall()
     forms = [phrase_forms(terms) for terms in phrases]
     out: list[dict] = []
@@ -149,19 +149,9 @@ def _scope_args(scope: ScopeFilter | None) -> list:
     return [scope.user_id, scope.agent_id, scope.run_id, list(scope.tags) or None]
 
 
-@dataclass(frozen=True)
-class BM25Params:
-    """BM25's constants and the bounds of its statistics (see migration 0016)."""
-
-    k1: float = 1.5
-    b: float = 0.75
-    extra_weight: float = 0.5  # a synonym's or a carried phrase's lexeme, against the query's own
-    df_live_max: int = 1000  # without the scan's count, a document frequency is counted up to this
-
-
 def rank_text(
     conn: Any,
-    dialect: DialectName,
+    dialect: Dialect,
     tenant_id: str,
     query: str,
     extra: Sequence[str],
@@ -175,7 +165,7 @@ def rank_text(
 ) -> list[dict]:
     """BM25 on PostgreSQL; dialects without the function rank by the inline phrase search
     (``ts_rank``), one row per memory at its best phrase."""
-    if get_dialect(dialect).ranks_in_sql():
+    if dialect.ranks_in_sql():
         return conn.execute(
             *bm25_call(query, extra, k=k, cap=cap, params=params, as_of=as_of, with_cold=with_cold)
         ).fetchall()

@@ -6,9 +6,9 @@ from datetime import datetime
 from typing import Any, Literal, Self
 from uuid import UUID
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StrictBool, model_validator
 
-from contextos.modelbase import BaseModel
+from contextos.modelbase import BASE64_PATTERN, BaseModel
 from contextos.models import MemoryType, Provenance
 
 EdgeType = Literal["related", "supersedes", "corroborates", "contradicts", "derived_from"]
@@ -147,7 +147,14 @@ class FileReport(BaseModel):
 class WorkspaceFile(BaseModel):
     """A file in a request body: its path inside the workspace and its text."""
 
-    model_config = ConfigDict(extra="forbid")
+    # base64 content is declared with its form, so a client knows what the server will decode
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"encoding": {"const": "base64"}}, "required": ["encoding"]},
+            "then": {"properties": {"content": {"pattern": BASE64_PATTERN}}},
+        },
+    )
 
     path: str = Field(min_length=1, max_length=1024)
     content: str
@@ -162,7 +169,7 @@ class WorkspaceFile(BaseModel):
         if self.encoding == "base64":
             try:
                 base64.b64decode(self.content, validate=True)
-            except binascii.Error as exc:
+            except (binascii.Error, ValueError) as exc:  # ValueError: a character outside ASCII
                 raise ValueError("content is not base64") from exc
         return self
 
@@ -178,7 +185,7 @@ class ImportRequest(BaseModel):
 
     files: list[WorkspaceFile] = Field(max_length=2000)
     unlock: list[UUID] = Field(default_factory=list, description="protected memories this import may change")
-    restore: bool = Field(
+    restore: StrictBool = Field(
         default=False,
         description="accepted for older clients; every import keeps the ids its files carry (ids are per tenant)",
     )

@@ -1,18 +1,16 @@
-"""Typed rows: what the stores return, column by column.
+"""Typed rows: what the stores return, column by column, declared beside the ports that return them.
 
-TypedDicts over the pool's dict rows (``contextos.store.db``): the row a statement returns is the
+TypedDicts over the pool's dict rows: the row a statement returns is the
 row the caller reads, no copy, and mypy checks the columns a caller asks for. ``rows_of``/``row_of``
 name the type of a statement's rows in one place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, TypedDict, TypeVar, cast
 from uuid import UUID
-
-from psycopg.rows import DictRow
 
 R = TypeVar("R")
 
@@ -22,7 +20,7 @@ def rows_of(kind: type[R], rows: Sequence[dict[str, Any]]) -> list[R]:
     return cast(list[R], list(rows))
 
 
-def row_of(kind: type[R], row: DictRow | None) -> R | None:
+def row_of(kind: type[R], row: Mapping[str, Any] | None) -> R | None:
     return cast(R | None, row)
 
 
@@ -281,6 +279,23 @@ class GraphEdgeRow(TypedDict):
     weight: float
 
 
+class GraphColumnsRow(TypedDict):
+    """A page of the tenant's graph as columns (one row): node ``i`` is ``ids[i]``, ``labels[i]`` …
+    and has rank ``offset + i``; edge ``j`` joins the nodes ranked ``edge_src[j]`` and ``edge_dst[j]``."""
+
+    truncated: bool
+    ids: list[UUID]
+    labels: list[str]
+    types: list[str]
+    bands: list[str]
+    importance: list[int]
+    communities: list[int | None]
+    edge_src: list[int]
+    edge_dst: list[int]
+    edge_types: list[str]
+    edge_weights: list[float]
+
+
 # -- conversations -----------------------------------------------------------------------------
 class AppendedMessage(TypedDict):
     """A buffered message's seq and its session's counters after the append."""
@@ -335,6 +350,33 @@ class SessionListRow(SessionRow):
     memories_created: int
     memories_merged: int
     held_for_review: int
+
+
+class TaughtMemoryRow(TypedDict):
+    """A memory a session's flushes fed, and whether one of them created it."""
+
+    id: UUID
+    label: str
+    type: str
+    state: str
+    outcome: str  # admitted | merged
+    message_from: int
+    message_to: int
+    superseded: list[UUID]
+
+
+class HeldFromSessionRow(TypedDict):
+    review_id: UUID
+    label: str
+    reason: str
+    trust: float
+    status: str
+
+
+class SessionTaught(TypedDict):
+    session_id: str
+    memories: list[TaughtMemoryRow]
+    held: list[HeldFromSessionRow]
 
 
 # -- keys --------------------------------------------------------------------------------------
@@ -426,3 +468,21 @@ class ReembedRow(TypedDict):
     id: UUID
     label: str
     definition: str
+
+
+# -- the event outbox ------------------------------------------------------------------------
+class AuditEventRow(TypedDict):
+    chain_seq: int
+    action: str
+    memory_id: UUID | None
+    label: str | None
+    at: datetime
+    actor: str
+    reason: str | None
+
+
+class ReminderEventRow(TypedDict):
+    id: UUID
+    memory_id: UUID
+    label: str | None
+    opened_at: datetime

@@ -26,10 +26,10 @@ export function table(headers: string[], rows: Child[][], attrs: Record<string, 
   );
 }
 
-export function bar(value: number, label: string): HTMLElement {
+export function bar(value: number, label: string, widthPx = 120): HTMLElement {
   const fill = h("span", { class: "bar", role: "img", "aria-label": `${label} ${value.toFixed(3)}` });
   // Through the CSSOM, not a style attribute: the deployed CSP has no 'unsafe-inline' for styles.
-  fill.style.width = `${Math.max(0, Math.min(1, value)) * 120}px`;
+  fill.style.width = `${Math.max(0, Math.min(1, value)) * widthPx}px`;
   return h(
     "span",
     {},

@@ -8,9 +8,10 @@ import { button, h } from "./dom";
 import { attachKeyboard } from "./keyboard";
 import { communitiesForLayout, groupedPositions } from "./layout";
 import { CameraMoves, CPU_PROGRAMS, type Shown } from "./render";
-import { BAND_COLOURS, BANDS, type GraphEdge, type GraphNode, type MemoryGraph } from "./types";
+import { BAND_COLOURS, BANDS, type GraphColumns, type GraphEdge, type GraphNode, type MemoryGraph } from "./types";
 
-const PAGE = 1000; // the API's largest graph page
+const PAGE = 1000; // what "load more" adds
+const COLUMNS_PAGE = 5000; // the API's largest page of graph columns
 const EDGE_COLOURS: Record<string, string> = {
   related: "#0f766e",
   supersedes: "#7c3aed",
@@ -27,6 +28,11 @@ const LAYOUT_MS = 4000; // ForceAtlas2 runs this long in its worker, then the la
 const LAYOUT_PUBLISH_MS = 1000; // how often the drawn graph takes the worker's positions (a full redraw each)
 
 type ColourMode = "band" | "type" | "community";
+
+// Every field sigma fills in when missing, given up front: its copy of each node's and edge's
+// attributes then keeps their shape instead of growing five fields at a time (thousands of times).
+const NODE_DEFAULTS = { type: "circle", hidden: false, highlighted: false, forceLabel: false, zIndex: 0 };
+const EDGE_DEFAULTS = { type: "arrow", label: "", hidden: false, forceLabel: false, zIndex: 0 };
 
 declare global {
   interface Window {
@@ -98,6 +104,17 @@ function edgeColour(type: string, known: string[]): string {
   return EDGE_COLOURS[type] ?? SPARE_EDGE_COLOURS[known.indexOf(type) % SPARE_EDGE_COLOURS.length];
 }
 
+// A page of columns as nodes and edges; `ranked` (ids by rank, over every page so far) names the
+// ends of an edge that reaches back to an earlier page.
+function fromColumns(page: GraphColumns, ranked: string[]): MemoryGraph {
+  const nodes: GraphNode[] = page.ids.map((id, i) => {
+    ranked[page.offset + i] = id;
+    return { id, label: page.labels[i], type: page.types[i], band: page.bands[i], importance: page.importance[i], community: page.communities[i], hops: 0 };
+  });
+  const edges: GraphEdge[] = page.edge_src.map((src, j) => ({ src: ranked[src], dst: ranked[page.edge_dst[j]], type: page.edge_types[j], weight: page.edge_weights[j] }));
+  return { nodes, edges, truncated: page.truncated };
+}
+
 // A cheap first placement (the API's communities, else types, on a ring; golden-angle spiral
 // inside each) for the first frame; after it the layout is seeded by community (layout.ts).
 function seedPosition(node: GraphNode, groups: Map<string, number>, counts: Map<string, number>, total: number): [number, number] {
@@ -121,7 +138,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   const want = Math.max(PAGE, Number(params.get("nodes") ?? PAGE) || PAGE);
   // Variants the benchmark measures beside the default (benchmarks/console_graph.py):
   // `render=full` redraws everything on each camera change; `render=sigma` also uses sigma's own
-  // instanced programs (circles, arrows), as the console did before.
+  // instanced programs (circles, arrows).
   const variant = params.get("render") ?? "";
   const select = (id: string, label: string, options: [string, string][]) =>
     h("select", { id, "aria-label": label }, ...options.map(([value, text]) => h("option", { value }, text))) as HTMLSelectElement;
@@ -181,7 +198,10 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
 
   const scope = new URLSearchParams();
   for (const name of ["user_id", "agent_id", "tag"]) if (params.get(name)) scope.set(name, params.get(name)!);
-  const fetchPage = (offset: number) => api<MemoryGraph>("GET", `/graph?${new URLSearchParams({ limit: String(PAGE), offset: String(offset), ...Object.fromEntries(scope) })}`);
+  // The graph comes as columns, edges naming their ends by rank: `idsByRank[r]` is the memory ranked r.
+  const idsByRank: string[] = [];
+  const fetchPage = (offset: number, limit: number) =>
+    api<GraphColumns>("GET", `/graph/columns?${new URLSearchParams({ limit: String(limit), offset: String(offset), ...Object.fromEntries(scope) })}`);
 
   const graph = new Graph({ multi: true, type: "directed" });
   const nodes = new Map<string, GraphNode>();
@@ -194,6 +214,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   let mode: ColourMode = "band";
   let communityRank = new Map<number, number>();
   let focus: { id: string; neighbours: Set<string> } | null = null;
+  let filters = { band: "", type: "", community: "" }; // the selects' values, read once per change
 
   const communityColour = (c: number | null | undefined): string => {
     if (c === null || c === undefined) return OTHER;
@@ -201,8 +222,9 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     return rank !== undefined && rank < COMMUNITY_COLOURS.length ? COMMUNITY_COLOURS[rank] : OTHER;
   };
   const types = () => [...new Set([...nodes.values()].map((n) => n.type))].sort();
+  let typeIndex = new Map<string, number>();
   const colourOf = (node: GraphNode): string =>
-    mode === "community" ? communityColour(node.community) : mode === "type" ? TYPE_COLOURS[types().indexOf(node.type) % TYPE_COLOURS.length] : BAND_COLOURS[node.band];
+    mode === "community" ? communityColour(node.community) : mode === "type" ? TYPE_COLOURS[(typeIndex.get(node.type) ?? 0) % TYPE_COLOURS.length] : BAND_COLOURS[node.band];
 
   const add = (page: MemoryGraph, hops = false) => {
     const total = nodes.size + page.nodes.length;
@@ -210,7 +232,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       if (nodes.has(node.id)) continue;
       nodes.set(node.id, node);
       const [x, y] = seedPosition(node, groups, counts, total);
-      graph.addNode(node.id, { x, y, label: node.label, size: 0, importance: node.importance, band: node.band, memoryType: node.type, community: node.community });
+      graph.addNode(node.id, { x, y, label: node.label, size: nodeSize(node.importance, total), color: BAND_COLOURS[node.band], ...NODE_DEFAULTS, importance: node.importance, band: node.band, memoryType: node.type, community: node.community });
     }
     if (!hops) loaded += page.nodes.length;
     for (const edge of page.edges as GraphEdge[]) {
@@ -218,18 +240,13 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       if (graph.hasEdge(key) || !graph.hasNode(edge.src) || !graph.hasNode(edge.dst)) continue;
       if (!hops) apiEdges += 1;
       if (!edgeTypes.includes(edge.type)) edgeTypes.push(edge.type);
-      graph.addEdgeWithKey(key, edge.src, edge.dst, { type: "arrow", edgeType: edge.type, weight: edge.weight, color: edgeColour(edge.type, edgeTypes), size: 0.5 + edge.weight });
+      graph.addEdgeWithKey(key, edge.src, edge.dst, { color: edgeColour(edge.type, edgeTypes), size: 0.5 + edge.weight, ...EDGE_DEFAULTS, edgeType: edge.type, weight: edge.weight });
     }
-    // no hint: sigma then reindexes, which the nodes just added need
-    graph.updateEachNodeAttributes((_, a) => ({ ...a, size: nodeSize(a.importance, graph.order) }));
-  };
-
-  const recolour = () => {
-    const sizes = new Map<number, number>();
-    for (const n of nodes.values()) if (n.community !== null && n.community !== undefined) sizes.set(n.community, (sizes.get(n.community) ?? 0) + 1);
-    communityRank = new Map([...sizes.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([c], i) => [c, i]));
-    graph.forEachNode((id) => graph.setNodeAttribute(id, "color", colourOf(nodes.get(id)!)));
-    drawLegends();
+    // Earlier nodes shrink with the graph's growth (in place: no copy of every node's attributes).
+    // No attribute hint: with one, sigma repaints without indexing, which throws for the nodes just
+    // added (they are indexed at the next render).
+    if (total !== graph.order || nodes.size !== page.nodes.length)
+      graph.updateEachNodeAttributes((_, a) => ((a.size = nodeSize(a.importance, graph.order)), a));
   };
 
   const drawLegends = () => {
@@ -240,7 +257,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       for (const n of nodes.values()) present.set(n.band, (present.get(n.band) ?? 0) + 1);
       for (const band of BANDS) legend.append(entry(band, BAND_COLOURS[band], `${band} (${present.get(band) ?? 0})`));
     } else if (mode === "type") {
-      types().forEach((t, i) => legend.append(entry(t, TYPE_COLOURS[i % TYPE_COLOURS.length], t)));
+      for (const [t, i] of typeIndex) legend.append(entry(t, TYPE_COLOURS[i % TYPE_COLOURS.length], t));
     } else {
       const ranked = [...communityRank.keys()];
       ranked.slice(0, COMMUNITY_COLOURS.length).forEach((c) => legend.append(entry(String(c), communityColour(c), `community ${c}`)));
@@ -274,7 +291,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   const publishLayout = () => {
     const from = layoutGraph;
     if (!from) return;
-    graph.updateEachNodeAttributes((id, a) => (from.hasNode(id) ? { ...a, x: from.getNodeAttribute(id, "x"), y: from.getNodeAttribute(id, "y") } : a), { attributes: ["x", "y"] });
+    graph.updateEachNodeAttributes((id, a) => (from.hasNode(id) && ((a.x = from.getNodeAttribute(id, "x")), (a.y = from.getNodeAttribute(id, "y"))), a), { attributes: ["x", "y"] });
   };
   const stopLayout = () => {
     if (!layout) return;
@@ -285,12 +302,20 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     window.contextosLayoutRunning = false;
     canvas.dataset.layout = "done";
   };
-  // Seed by community (Louvain here when the API has none yet), then refine with ForceAtlas2.
+  // Every node where its community puts it (the first frame's layout and each reload's). Without
+  // the API's communities, the first frame keeps the type spiral `add` placed the nodes on, and
+  // the layout is seeded by a Louvain run here once that frame is on screen. True once seeded.
+  const seedLayout = (louvainIfNone: boolean): boolean => {
+    const groups = communitiesForLayout(graph, louvainIfNone);
+    if (!groups) return false;
+    const seed = groupedPositions(groups);
+    graph.updateEachNodeAttributes((id, a) => (([a.x, a.y] = seed.get(id)!), a), { attributes: ["x", "y"] });
+    return true;
+  };
+  // ForceAtlas2 refines the seeded positions in its worker.
   const runLayout = () => {
     layout?.kill();
     if (graph.order < 2) return;
-    const seed = groupedPositions(communitiesForLayout(graph));
-    graph.updateEachNodeAttributes((id, a) => ({ ...a, x: seed.get(id)![0], y: seed.get(id)![1] }), { attributes: ["x", "y"] });
     layoutGraph = graph.copy();
     const mine = new FA2Layout(layoutGraph, { settings: { ...forceAtlas2.inferSettings(graph), barnesHutOptimize: graph.order > 500, slowDown: 5 } });
     layout = mine;
@@ -303,20 +328,38 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       if (layout === mine) stopLayout();
     }, LAYOUT_MS);
   };
+  // Community and type ranks (their colours), the node colours when they are not the bands' (set
+  // as nodes are added), the legends and the filters' options.
+  const regroup = (recolourNodes: boolean) => {
+    const sizes = new Map<number, number>();
+    for (const n of nodes.values()) if (n.community !== null && n.community !== undefined) sizes.set(n.community, (sizes.get(n.community) ?? 0) + 1);
+    communityRank = new Map([...sizes.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([c], i) => [c, i]));
+    typeIndex = new Map(types().map((t, i) => [t, i]));
+    if (recolourNodes) graph.updateEachNodeAttributes((id, a) => ((a.color = colourOf(nodes.get(id)!)), a)); // no hint: as in add
+    drawLegends();
+    refreshOptions();
+  };
 
-  // The first pages in parallel: page k's edges reach back only into pages before it.
+  // Everything the first frame shows in one request per 5,000 memories (in parallel; a page's
+  // edges reach back into the pages before it, so they are added in rank order).
   const marks: Record<string, number> = { started: performance.now() };
   window.contextosMarks = marks;
-  const pages = await Promise.all(Array.from({ length: Math.ceil(want / PAGE) }, (_, i) => i * PAGE).map((offset, i) => (i === 0 ? fetchPage(0) : fetchPage(offset).catch(() => null))));
+  const offsets = Array.from({ length: Math.ceil(want / COLUMNS_PAGE) }, (_, i) => i * COLUMNS_PAGE);
+  const pages = await Promise.all(offsets.map((offset) => fetchPage(offset, Math.min(COLUMNS_PAGE, want - offset))));
+  marks.received = performance.now();
   for (const page of pages) {
-    if (!page) break;
-    add(page);
+    add(fromColumns(page, idsByRank));
     truncated = page.truncated;
     if (!page.truncated) break;
   }
-  marks.fetched = performance.now();
-  recolour();
-  refreshOptions();
+  showStatus();
+  if (!graph.order) {
+    canvas.hidden = true;
+    status.textContent = "No memories yet. Ingest a document, import a workspace or end a session, and its memories appear here.";
+    canvas.dataset.empty = "true";
+    return;
+  }
+  const seeded = seedLayout(false);
   marks.built = performance.now();
 
   disposeGraph();
@@ -334,9 +377,9 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
     nodeReducer: (id, attrs) => {
       const node = nodes.get(id)!;
       const hidden =
-        (bandFilter.value && node.band !== bandFilter.value) ||
-        (typeFilter.value && node.type !== typeFilter.value) ||
-        (communityFilter.value && String(node.community) !== communityFilter.value);
+        (filters.band && node.band !== filters.band) ||
+        (filters.type && node.type !== filters.type) ||
+        (filters.community && String(node.community) !== filters.community);
       if (hidden) return { ...attrs, hidden: true };
       if (focus && id !== focus.id && !focus.neighbours.has(id)) return { ...attrs, color: "#e5e7eb", label: "", zIndex: 0 };
       if (focus) return { ...attrs, highlighted: id === focus.id || attrs.highlighted, zIndex: 1, forceLabel: true };
@@ -349,11 +392,12 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   });
   marks.renderer = performance.now(); // sigma drew the first frame in its constructor
   moves = new CameraMoves(renderer);
-  moves.enabled = variant === "";
+  moves.enabled = variant !== "full" && variant !== "sigma";
   moves.onShown = (shown) => (window.contextosShown = shown);
   renderer.on("beforeRender", labels.reset);
   window.contextosRenderer = renderer;
   window.contextosGraph = graph;
+  window.contextosLayoutRunning = true;
   // The frame with those pixels is committed before the second animation frame from now begins
   // (the commit reads the WebGL canvases back, waiting for the GPU process).
   const painted = renderer;
@@ -363,19 +407,23 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       window.contextosFirstPaintMs = performance.now() - started;
       window.contextosFirstPaintAt = performance.now(); // from navigation: the page's time origin
       canvas.dataset.painted = "true";
-      runLayout(); // after the first frame, which it would otherwise delay
+      // What the first frame does not need: legends, filter options, then the layout.
+      window.setTimeout(() => {
+        if (renderer !== painted) return;
+        regroup(mode !== "band");
+        if (!seeded) seedLayout(true);
+        runLayout();
+      });
     }),
   );
-  window.contextosLayoutRunning = true;
-  showStatus();
 
   const loadMore = async () => {
     more.replaceChildren("loading…");
-    const page = await fetchPage(loaded);
-    add(page);
+    const page = await fetchPage(loaded, PAGE);
+    add(fromColumns(page, idsByRank));
     truncated = page.truncated;
-    recolour();
-    refreshOptions();
+    regroup(mode !== "band");
+    seedLayout(true);
     runLayout();
     showStatus();
   };
@@ -390,8 +438,7 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
       " ",
       button("Expand neighbours", async () => {
         add(await api<MemoryGraph>("GET", `/memories/${id}/graph?hops=1&limit=200`), true);
-        recolour();
-        refreshOptions();
+        regroup(mode !== "band");
         showSelected(id);
         showStatus();
       }, { id: "graph-expand" }),
@@ -427,9 +474,13 @@ export async function graphView(view: HTMLElement, navigate: (hash: string) => v
   attachKeyboard(canvas, renderer, graph, (text) => (focusStatus.textContent = text), (id) => navigate(`#/memory/${id}`));
   colourBy.addEventListener("change", () => {
     mode = colourBy.value as ColourMode;
-    recolour();
+    regroup(true);
   });
-  for (const filter of [bandFilter, typeFilter, communityFilter]) filter.addEventListener("change", () => renderer?.refresh());
+  for (const filter of [bandFilter, typeFilter, communityFilter])
+    filter.addEventListener("change", () => {
+      filters = { band: bandFilter.value, type: typeFilter.value, community: communityFilter.value };
+      renderer?.refresh();
+    });
   search.addEventListener("input", () => {
     const needle = search.value.trim().toLowerCase();
     results.replaceChildren();

@@ -7,17 +7,33 @@ import louvain from "graphology-communities-louvain";
 
 const GOLDEN_ANGLE = 2.399963;
 
-// The API's communities when it has them for every node (the daily governance job), otherwise
-// Louvain's here: for the layout only — the community colours and filters stay the API's.
-export function communitiesForLayout(graph: Graph): Record<string, string> {
-  const fromApi: Record<string, string> = {};
-  let complete = true;
+// The API's communities (the governance job's Louvain over the whole tenant). A memory the job has
+// not reached yet joins the community most of its neighbours are in, or else its type's group.
+// A tenant with no communities at all yet is grouped by a Louvain run here when `louvainIfNone`
+// (null otherwise) — for the layout only: the community colours and filters stay the API's.
+export function communitiesForLayout(graph: Graph, louvainIfNone: boolean): Record<string, string> | null {
+  const group: Record<string, string> = {};
+  const missing: string[] = [];
   graph.forEachNode((id, a) => {
-    if (a.community === null || a.community === undefined) complete = false;
-    else fromApi[id] = String(a.community);
+    if (a.community === null || a.community === undefined) missing.push(id);
+    else group[id] = `c:${a.community}`;
   });
-  if (complete || graph.size === 0) return complete ? fromApi : Object.fromEntries(graph.mapNodes((id, a) => [id, `t:${a.memoryType}`]));
-  return Object.fromEntries(Object.entries(louvain(graph, { getEdgeWeight: null, rng: seeded(7) })).map(([id, c]) => [id, String(c)]));
+  if (missing.length === graph.order && graph.size > 0) {
+    if (!louvainIfNone) return null;
+    return Object.fromEntries(Object.entries(louvain(graph, { getEdgeWeight: null, rng: seeded(7) })).map(([id, c]) => [id, `l:${c}`]));
+  }
+  for (const id of missing) {
+    const votes = new Map<string, number>();
+    graph.forEachNeighbor(id, (neighbour) => {
+      const g = group[neighbour];
+      if (g !== undefined && !g.startsWith("t:")) votes.set(g, (votes.get(g) ?? 0) + 1);
+    });
+    let best = `t:${graph.getNodeAttribute(id, "memoryType")}`;
+    let most = 0;
+    for (const [g, count] of votes) if (count > most) [best, most] = [g, count];
+    group[id] = best;
+  }
+  return group;
 }
 
 export function groupedPositions(groupOf: Record<string, string>): Map<string, [number, number]> {

@@ -76,17 +76,47 @@ async function simulateView(): Promise<void> {
       if (recipe.value) body.recipe = recipe.value;
       const result = await api<Json>("POST", "/context", body);
       out.append(h("p", { id: "sim-tokens" }, `${result.tokens_used} / ${result.token_budget} tokens · intent ${result.intent}`));
-      for (const tier of [...new Set<string>(result.memories.map((m: Json) => m.tier_used))]) {
-        out.append(h("h3", {}, `Tier ${tier}`));
-        for (const memory of result.memories.filter((m: Json) => m.tier_used === tier)) {
-          out.append(
-            h("section", { class: "sim-memory", "data-id": memory.id, "aria-label": memory.label },
-              h("h4", {}, memory.label),
-              table(["component", "score"], COMPONENTS.filter((c) => typeof memory.score[c] === "number").map((c) => [c, bar(memory.score[c], c)])),
+      // One table: a row per memory, grouped by the tier that chose it, a column per score
+      // component any of them has; then what was left out and why.
+      const memories: Json[] = result.memories;
+      const components = COMPONENTS.filter((c) => memories.some((m) => typeof m.score[c] === "number"));
+      const tiers = [...new Set<string>(memories.map((m) => m.tier_used))];
+      const rows = tiers.flatMap((tier) =>
+        memories
+          .filter((m) => m.tier_used === tier)
+          .map((m) =>
+            h("tr", { class: "sim-memory", "data-id": m.id, "data-tier": tier },
+              h("td", {}, tier),
+              h("th", { scope: "row" }, m.label),
+              ...components.map((c) => h("td", {}, typeof m.score[c] === "number" ? bar(m.score[c], c, 40) : "—")),
             ),
-          );
-        }
-      }
+          ),
+      );
+      out.append(
+        h("table", { id: "sim-scores", class: "compact" },
+          h("thead", {}, h("tr", {}, ...["tier", "memory", ...components].map((name) => h("th", { scope: "col" }, name)))),
+          h("tbody", {}, ...rows),
+        ),
+      );
+      const nearMisses: Json[] = result.left_out ?? [];
+      out.append(h("h3", {}, "Left out (near misses)"));
+      if (!nearMisses.length) out.append(h("p", { id: "sim-near-misses" }, "Nothing close was left out."));
+      else
+        out.append(
+          h("table", { id: "sim-near-misses", class: "compact" },
+            h("thead", {}, h("tr", {}, ...["memory", "why", "relevance", "score"].map((name) => h("th", { scope: "col" }, name)))),
+            h("tbody", {},
+              ...nearMisses.map((m) =>
+                h("tr", { class: "sim-near-miss", "data-id": m.id },
+                  h("th", { scope: "row" }, m.label),
+                  h("td", { "data-field": "reason" }, m.reason.replaceAll("_", " ")),
+                  h("td", { "data-field": "relevance" }, m.relevance.toFixed(3)),
+                  h("td", { "data-field": "score" }, typeof m.score === "number" ? m.score.toFixed(3) : "—"),
+                ),
+              ),
+            ),
+          ),
+        );
       out.append(h("h3", {}, "What would be injected"), h("pre", { id: "sim-context" }, result.context));
     } catch (error) {
       out.append(h("p", { class: "error", role: "alert" }, error instanceof ApiError ? `${error.code}: ${error.message}` : String(error)));

@@ -12,6 +12,8 @@ import { EdgeLineProgram, NodePointProgram } from "sigma/rendering";
 import type { CameraState, Coordinates, CoordinateConversionOverride } from "sigma/types";
 
 export const SETTLE_MS = 160;
+const DRAWN_LAYERS = ["edges", "nodes", "labels"]; // what a frame draws
+const HOVER_LAYERS = ["edgeLabels", "hovers", "hoverNodes"]; // drawn only for hovered and highlighted nodes
 
 // What the benchmark and the tests read: which camera is on screen, and how it got there.
 export interface Shown {
@@ -36,6 +38,12 @@ interface Internals {
   refresh: Sigma["refresh"];
   framedGraphToViewport: Sigma["framedGraphToViewport"];
   viewportToFramedGraph: Sigma["viewportToFramedGraph"];
+}
+
+// What sigma draws on its hover layers between frames (private fields, read only).
+interface Hovering {
+  hoveredNode: string | null;
+  highlightedNodes: Set<string>;
 }
 
 export class CameraMoves {
@@ -161,17 +169,37 @@ export class CameraMoves {
     const [a0, a1, b0, b1] = [at(0, from), at(1, from), at(0, to), at(1, to)];
     const scale = (b1.x - b0.x) / (a1.x - a0.x);
     const transform = `translate(${b0.x - scale * a0.x}px, ${b0.y - scale * a0.y}px) scale(${scale})`;
-    for (const layer of this.sigma.getContainer().querySelectorAll("canvas")) {
-      layer.style.transformOrigin = "0 0";
-      layer.style.transform = transform;
+    // The software compositor draws every moved layer again on each frame: the hover layers are
+    // empty unless something is hovered or highlighted, so they are hidden instead of moved. The
+    // mouse layer stays put: sigma reads pointer positions against it.
+    const hovering = this.hovering();
+    const canvases = this.sigma.getCanvases();
+    for (const id of [...DRAWN_LAYERS, ...HOVER_LAYERS]) {
+      const layer = canvases[id];
+      if (!layer) continue;
+      if (hovering || DRAWN_LAYERS.includes(id)) {
+        layer.style.transformOrigin = "0 0";
+        layer.style.transform = transform;
+        layer.style.visibility = "";
+      } else layer.style.visibility = "hidden";
     }
     this.moved = true;
   }
 
   private clearMove(): void {
     if (!this.moved) return;
-    for (const layer of this.sigma.getContainer().querySelectorAll("canvas")) layer.style.transform = "";
+    const canvases = this.sigma.getCanvases();
+    for (const id of [...DRAWN_LAYERS, ...HOVER_LAYERS]) {
+      if (!canvases[id]) continue;
+      canvases[id].style.transform = "";
+      canvases[id].style.visibility = "";
+    }
     this.moved = false;
+  }
+
+  private hovering(): boolean {
+    const { hoveredNode, highlightedNodes } = this.sigma as unknown as Hovering;
+    return hoveredNode !== null || highlightedNodes.size > 0;
   }
 }
 

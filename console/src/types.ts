@@ -8,6 +8,7 @@ export type MemoryType = Schemas["MemoryType"];
 export type GraphNode = Schemas["GraphNode"];
 export type GraphEdge = Schemas["GraphEdge"];
 export type MemoryGraph = Schemas["MemoryGraph"];
+export type GraphColumns = Schemas["GraphColumns"];
 export type MemoryDetail = Schemas["MemoryDetail"];
 export type MemoryListItem = Schemas["MemoryListItem"];
 export type MemoryPage = Schemas["MemoryPage"];

@@ -104,11 +104,21 @@ def test_the_simulation_shows_the_dry_run_scores(page, stack):
     expected = replied.value.json()
     assert json.loads(replied.value.request.post_data or "{}") == {"query": query, "dry_run": True, "token_budget": 800}
     assert expected["memories"]
+    # one table: a row per memory with its tier and every score component
+    assert page.locator("#sim-scores tr.sim-memory").count() == len(expected["memories"])
     for memory in expected["memories"]:
-        section = page.locator(f'section.sim-memory[data-id="{memory["id"]}"]')
+        row = page.locator(f'#sim-scores tr.sim-memory[data-id="{memory["id"]}"]')
+        assert row.get_attribute("data-tier") == memory["tier_used"]
         for component in ("vector", "text", "strength", "recency", "relevance"):
-            shown = section.locator(f'[data-component="{component}"]').inner_text()
+            shown = row.locator(f'[data-component="{component}"]').inner_text()
             assert shown == f"{memory['score'][component]:.3f}", component
+    # the near misses the API returned (the two unrelated memories under the floor), each with why
+    assert expected["left_out"]
+    assert page.locator("#sim-near-misses tr.sim-near-miss").count() == len(expected["left_out"])
+    for miss in expected["left_out"]:
+        row = page.locator(f'#sim-near-misses tr.sim-near-miss[data-id="{miss["id"]}"]')
+        assert row.locator('[data-field="reason"]').inner_text() == miss["reason"].replace("_", " ")
+        assert row.locator('[data-field="relevance"]').inner_text() == f"{miss['relevance']:.3f}"
     assert page.inner_text("#sim-context") == expected["context"]
     screenshot(page, "simulate-result")
 

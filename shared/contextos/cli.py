@@ -113,7 +113,7 @@ def cmd_lifecycle(args: argparse.Namespace) -> int:
     def progress(tenant: str, stage: str, done: int) -> None:
         print(f"\r  {tenant}: {stage} {done} memories   ", end="", file=sys.stderr, flush=True)
 
-    report = container.lifecycle().run(progress=progress)
+    report = container.lifecycle().run(progress=progress, tenants=args.tenant or None)
     print(file=sys.stderr)
     print(report.model_dump_json(indent=2))
     return 0
@@ -257,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     lifecycle = sub.add_parser("lifecycle", help="lifecycle jobs")
     lifecycle_sub = lifecycle.add_subparsers(dest="action", required=True)
     run = lifecycle_sub.add_parser("run", help="run the lifecycle scan now")
+    run.add_argument("--tenant", action="append", help="scan only this tenant (repeatable), e.g. one a scan failed")
     run.set_defaults(func=cmd_lifecycle)
 
     report = sub.add_parser("report", help="health score, governance report, or run the governance job now")

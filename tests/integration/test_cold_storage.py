@@ -132,7 +132,7 @@ def test_archival_writes_full_memories_to_one_object_and_leaves_stubs(seeded, s3
         canary_id = conn.execute("SELECT id FROM memories WHERE label = 'Canary release'").fetchone()["id"]
         write_audit(conn, seeded, [{"actor": "tests", "action": "merged", "memory_id": canary_id, "reason": "key"}])
     forget(seeded, ["Canary release", "Feature flags"])
-    report = container.lifecycle().run()
+    report = container.lifecycle().run(tenants=[seeded])
     assert report.archived == 2 and not report.failed_tenants
     tiers = assert_each_memory_exactly_once(seeded, s3, before)
     assert sorted(tiers["cold"]) == ["Canary release", "Feature flags"]
@@ -177,7 +177,7 @@ def test_each_batch_of_memories_shares_one_object(seeded, s3, monkeypatch):
     container.reset()
     before = snapshot(seeded)
     forget(seeded, [label for label, _, _ in SPECS])
-    assert container.lifecycle().run().archived == 4
+    assert container.lifecycle().run(tenants=[seeded]).archived == 4
     assert_each_memory_exactly_once(seeded, s3, before)
     keys = [r["cold_object_key"] for r in rows(seeded)]
     assert len(set(keys)) == 2 and all(keys.count(k) == 2 for k in keys)
@@ -186,7 +186,7 @@ def test_each_batch_of_memories_shares_one_object(seeded, s3, monkeypatch):
 def test_a_matching_query_reactivates_a_cold_memory_and_a_dry_run_only_lists_it(seeded, s3):
     before = snapshot(seeded)
     forget(seeded, ["Canary release", "Feature flags"])
-    container.lifecycle().run()
+    container.lifecycle().run(tenants=[seeded])
 
     status, dry = call_api("POST", "/v1/context", seeded, {"query": query_text("Canary release"), "dry_run": True})
     assert status == 200
@@ -235,7 +235,7 @@ def test_long_superseded_memories_go_cold_and_are_never_reactivated(seeded, s3):
             [successor],
         )
     before = snapshot(seeded)
-    assert container.lifecycle().run().archived == 1
+    assert container.lifecycle().run(tenants=[seeded]).archived == 1
     state = {r["label"]: (r["tier"], r["state"]) for r in rows(seeded)}
     assert state["Canary release"] == ("cold", "archived") and state["Rollback plan"] == ("hot", "superseded")
     member = cold_member(s3, next(r for r in rows(seeded) if r["label"] == "Canary release"))
@@ -256,13 +256,13 @@ def test_a_fault_during_archival_leaves_every_memory_exactly_once_after_a_rerun(
             raise StepFault(at)
 
     cold.on_step = fault
-    failed = container.lifecycle().run()
+    failed = container.lifecycle().run(tenants=[seeded])
     assert seeded in failed.failed_tenants and failed.archived == 0
     tiers = assert_each_memory_exactly_once(seeded, s3, before)
     assert tiers["cold"] == []  # rolled back: all hot, nothing half-archived
 
     cold.on_step = lambda at: None
-    assert container.lifecycle().run().archived == 3
+    assert container.lifecycle().run(tenants=[seeded]).archived == 3
     tiers = assert_each_memory_exactly_once(seeded, s3, before)
     assert sorted(tiers["cold"]) == ["Canary release", "Feature flags", "Rollback plan"]
 
@@ -283,10 +283,10 @@ def test_a_failed_s3_write_archives_nothing_and_the_next_scan_does_it(seeded, s3
             return real_blobs.get_range(*args, **kwargs)
 
     cold.blobs = UnreachableS3()
-    assert seeded in container.lifecycle().run().failed_tenants
+    assert seeded in container.lifecycle().run(tenants=[seeded]).failed_tenants
     assert assert_each_memory_exactly_once(seeded, s3, before)["cold"] == []
     cold.blobs = real_blobs
-    assert container.lifecycle().run().archived == 2
+    assert container.lifecycle().run(tenants=[seeded]).archived == 2
     assert sorted(assert_each_memory_exactly_once(seeded, s3, before)["cold"]) == ["Canary release", "Feature flags"]
 
 
@@ -305,11 +305,11 @@ def test_a_crash_mid_way_through_the_batches_keeps_what_committed_and_resumes(se
                 raise StepFault("crash after the third object was written")
 
     cold.on_step = crash_on_third_batch
-    failed = container.lifecycle().run()
+    failed = container.lifecycle().run(tenants=[seeded])
     assert failed.archived == 2 and seeded in failed.failed_tenants
     assert len(assert_each_memory_exactly_once(seeded, s3, before)["cold"]) == 2
     cold.on_step = lambda at: None
-    assert container.lifecycle().run().archived == 2
+    assert container.lifecycle().run(tenants=[seeded]).archived == 2
     assert len(assert_each_memory_exactly_once(seeded, s3, before)["cold"]) == 4
 
 
@@ -317,7 +317,7 @@ def test_a_crash_mid_way_through_the_batches_keeps_what_committed_and_resumes(se
 def test_a_fault_during_reactivation_leaves_the_memory_cold_and_the_next_query_restores_it(seeded, s3, step):
     before = snapshot(seeded)
     forget(seeded, ["Canary release", "Feature flags"])
-    container.lifecycle().run()
+    container.lifecycle().run(tenants=[seeded])
     cold = container.cold_storage()
 
     def fault(at: str) -> None:
@@ -360,7 +360,7 @@ def test_two_scans_at_once_archive_each_memory_once(seeded, s3, monkeypatch):
 def test_a_fault_part_way_through_a_querys_reactivations_keeps_the_ones_done(seeded, s3, monkeypatch):
     before = snapshot(seeded)
     forget(seeded, ["Canary release", "Feature flags", "Rollback plan"])
-    container.lifecycle().run()
+    container.lifecycle().run(tenants=[seeded])
     cold = container.cold_storage()
     commits = {"n": 0}
 
@@ -394,7 +394,7 @@ def test_a_reactivated_memory_shows_the_excerpts_it_was_archived_with(seeded, s3
             [said, stem_key(said)],
         )
     forget(seeded, ["Canary release"])
-    container.lifecycle().run()
+    container.lifecycle().run(tenants=[seeded])
     assert {r["label"]: r["tier"] for r in rows(seeded)}["Canary release"] == "cold"
     query = "How much of the Frankfurt traffic did the canary take on Tuesday?"
     for dry_run in (True, False):

@@ -100,7 +100,7 @@ def plant(tenant: str, user_id: str, s3, local_aws, sqs) -> list[str]:
                WHERE label LIKE %s""",
             [f"%{w['cold']}%"],
         )
-    assert container.lifecycle().run().archived >= 1
+    assert container.lifecycle().run(tenants=[tenant]).archived >= 1
     return list(w.values())
 
 

@@ -56,10 +56,24 @@ def test_the_scheduled_scan_materializes_exact_decayed_strengths_and_bands(inges
 
 def test_a_scan_touches_only_memories_whose_band_is_due(ingested):
     age(ingested, "canary release", days=3)
-    first = container.lifecycle().run()
-    second = container.lifecycle().run()
+    first = container.lifecycle().run(tenants=[ingested])
+    second = container.lifecycle().run(tenants=[ingested])
     assert first.materialized >= 1
     assert second.materialized == 0
+
+
+def test_a_scan_of_named_tenants_leaves_the_others_for_the_next_scan(ingested, sqs, local_aws):
+    other = f"{ingested}-other"
+    call_api("POST", "/v1/documents", other, {"text": RUNBOOK})
+    run_queue(sqs, local_aws.ingest_queue_url, local_aws.ingest_queue_arn)
+    for tenant in (ingested, other):
+        age(tenant, "canary release", days=3)
+    only_one = container.lifecycle().run(tenants=[ingested])
+    assert only_one.tenants == 1 and only_one.materialized >= 1
+    assert row(ingested, "canary release")["band"] == "fading"
+    assert row(other, "canary release")["band"] != "fading"  # not scanned: still as admitted
+    assert container.lifecycle().run(tenants=[other]).materialized == only_one.materialized
+    assert row(other, "canary release")["band"] == "fading"
 
 
 def test_two_concurrent_scans_materialize_each_memory_once(ingested):

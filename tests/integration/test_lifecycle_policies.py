@@ -101,7 +101,7 @@ def test_each_tenant_decays_by_its_configured_policy(configured, tenant, local_e
     for t in (tenant, other):
         age(t, "Canary release", days=10)
         age(t, "Blue-green deployment", days=16)
-    report = container.lifecycle().run()
+    report = container.lifecycle().run(tenants=[tenant, other])
     assert not report.failed_tenants
     weibull, exponential = memory(tenant, "Canary release"), memory(other, "Canary release")
     assert weibull["strength"] == pytest.approx(0.2644199, rel=1e-4) and weibull["band"] == "critical"
@@ -142,13 +142,13 @@ def test_band_transitions_open_one_reminder_per_entry_into_critical(configured, 
     store_concepts(store, tenant, candidates(local_embedder, SPECS))
     age(tenant, "Canary release", days=3)  # 0.85^3 = 0.614: fading, no reminder
     age(tenant, "Feature flags", days=8)  # 0.85^8 = 0.272: critical, one reminder
-    first = container.lifecycle().run()
+    first = container.lifecycle().run(tenants=[tenant])
     assert first.bands == {"fading": 1, "critical": 1} and first.reminders_opened == 1
     assert [r["label"] for r in open_reminders(tenant)] == ["Feature flags"]
 
     # Still critical at the next look (made due again by hand): no second reminder.
     age(tenant, "Feature flags", days=9)
-    second = container.lifecycle().run()
+    second = container.lifecycle().run(tenants=[tenant])
     assert second.materialized >= 1 and second.reminders_opened == 0
     assert len(open_reminders(tenant)) == 1
 
@@ -169,9 +169,9 @@ def test_band_transitions_open_one_reminder_per_entry_into_critical(configured, 
 
     # Reinforced back to fading, then critical again: a new entry, a new reminder.
     age(tenant, "Feature flags", days=1, anchor=0.6)  # 0.6 · 0.85 = 0.51: fading
-    container.lifecycle().run()
+    container.lifecycle().run(tenants=[tenant])
     age(tenant, "Feature flags", days=4, anchor=0.6)  # 0.6 · 0.85^4 = 0.313: critical
-    assert container.lifecycle().run().reminders_opened == 1
+    assert container.lifecycle().run(tenants=[tenant]).reminders_opened == 1
     assert len(open_reminders(tenant)) == 1
 
 
@@ -180,7 +180,7 @@ def test_reminders_page_with_a_cursor(configured, tenant, local_embedder):
     store_concepts(store, tenant, candidates(local_embedder, SPECS))
     for label, _, _ in SPECS:
         age(tenant, label, days=12)  # decisions 0.85^12 = 0.142, the fact 0.925^12 = 0.392: all critical
-    assert container.lifecycle().run().reminders_opened == 3
+    assert container.lifecycle().run(tenants=[tenant]).reminders_opened == 3
     first = call_api("GET", "/v1/reminders", tenant, query={"limit": "2"})[1]
     assert len(first["reminders"]) == 2 and first["next_cursor"]
     rest = call_api("GET", "/v1/reminders", tenant, query={"limit": "2", "cursor": first["next_cursor"]})[1]
@@ -209,8 +209,8 @@ def test_scratch_memories_expire_after_their_ttl(configured, tenant, local_embed
         hot_before = conn.execute("SELECT hot_memories FROM tenants WHERE tenant_id = %s", [tenant]).fetchone()[
             "hot_memories"
         ]
-    report = container.lifecycle().run()
-    assert report.expired >= 2
+    report = container.lifecycle().run(tenants=[tenant])
+    assert report.expired == 2
     with container.database().tenant_tx(tenant) as conn:
         left = [r["label"] for r in conn.execute("SELECT label FROM memories").fetchall()]
         audit = conn.execute(
@@ -224,4 +224,4 @@ def test_scratch_memories_expire_after_their_ttl(configured, tenant, local_embed
     assert left == ["Durable old fact"]
     assert sorted(a["memory_id"] for a in audit) == sorted(ids[:2]) and {a["reason"] for a in audit} == {"expired"}
     assert hot_after == hot_before - 2
-    assert container.lifecycle().run().expired == 0  # nothing left to expire
+    assert container.lifecycle().run(tenants=[tenant]).expired == 0  # nothing left to expire

@@ -266,7 +266,7 @@ def test_a_new_memory_is_searchable_before_and_after_its_vector_joins_the_ann_in
 
 def test_the_lifecycle_scan_settles_fresh_vectors(store, tenant, local_embedder):
     store_concepts(store, tenant, candidates(local_embedder, [GRPO]))
-    report = container.lifecycle().run()
+    report = container.lifecycle().run(tenants=[tenant])
     assert report.vectors_indexed >= 1
     with container.database().tenant_tx(tenant) as conn:
         assert conn.execute("SELECT bool_and(indexed) AS all FROM memory_vectors").fetchone()["all"] is True

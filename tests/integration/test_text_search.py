@@ -66,11 +66,11 @@ def test_words_most_of_a_large_tenants_memories_hold_are_left_out(seeded, monkey
 def test_a_small_tenant_keeps_every_word_and_the_scan_recounts_each_time(seeded, monkeypatch):
     monkeypatch.setenv("CONTEXTOS_LIFECYCLE__COMMON_LEXEME_SHARE", "0.75")
     container.reset()  # the default minimum size (20,000 memories) is far above this tenant
-    assert container.lifecycle().run().common_lexemes == 0  # (the scan covers every tenant in the database)
+    assert container.lifecycle().run(tenants=[seeded]).common_lexemes == 0
     assert labels(seeded, [["team"]])
     monkeypatch.setenv("CONTEXTOS_LIFECYCLE__COMMON_LEXEME_MIN_MEMORIES", "4")
     container.reset()
-    assert container.lifecycle().run().common_lexemes >= 1
+    assert container.lifecycle().run(tenants=[seeded]).common_lexemes == 1
     with container.database().tenant_tx(seeded) as conn:
         assert [r["lexeme"] for r in conn.execute("SELECT lexeme FROM text_common_lexemes")] == ["team"]
     with container.database().tenant_tx("other-" + seeded) as conn:  # tenant-scoped like every table

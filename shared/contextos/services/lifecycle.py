@@ -13,7 +13,7 @@ resumed by the next one: the work left is whatever the indexes still find.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from contextos.config import LifecycleSettings
@@ -36,12 +36,15 @@ class LifecycleService:
     housekeeping: list[Callable[[], int]] = field(default_factory=list)  # e.g. expired idempotency records
     vector_indexes: VectorIndexJob | None = None  # each large tenant's own ANN index, after the tenants
 
-    def run(self, *, progress: Progress | None = None) -> LifecycleReport:
-        """One scan over every tenant. A tenant whose step fails is logged and left for the next scan."""
+    def run(self, *, progress: Progress | None = None, tenants: Collection[str] | None = None) -> LifecycleReport:
+        """One scan over every tenant (or only ``tenants``). A tenant whose step fails is logged and left
+        for the next scan."""
         started = time.perf_counter()
         report = LifecycleReport()
         work = self.lifecycle.due_work()  # one statement: the stages each tenant has something for
         for tenant_id in self.tenants.tenant_ids():
+            if tenants is not None and tenant_id not in tenants:
+                continue
             report.tenants += 1
             stages = None if work is None else work.get(tenant_id, frozenset())
             if stages is not None and not stages:

@@ -37,6 +37,7 @@ import re
 import sys
 import tempfile
 import time
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -280,6 +281,8 @@ def store_conversation(
             at=[times[i] for i in idx],
             session_id=f"{conv.sample_id}:S{session}",
             message_seqs=[conv.turns[i].index for i in idx],
+            # ids from the tenant and turn: equal scores are ordered by id, so every run ranks alike
+            ids=[uuid.uuid5(uuid.NAMESPACE_URL, f"locomo:{tenant}:{conv.turns[i].dia_id}") for i in idx],
         )
         id_to_dia.update({m: conv.turns[i].dia_id for m, i in zip(ids, idx, strict=True)})
     return id_to_dia

@@ -29,25 +29,30 @@ def add_memories(
     at: Sequence[datetime] | None = None,
     session_id: str | None = None,
     message_seqs: Sequence[int] | None = None,
+    ids: Sequence[UUID] | None = None,
 ) -> list[UUID]:
     """Store each candidate as its own memory, as given: no merging (manual memories, imports,
     one memory per conversation turn). ``at`` backdates each one (when it was said or learned);
-    ``session_id``/``message_seqs`` record where each came from. Returns the new ids in order."""
+    ``session_id``/``message_seqs`` record where each came from; ``ids`` fixes the new memories' ids
+    (a benchmark that compares rankings across runs: equal scores are ordered by id). Returns the
+    new ids in order."""
     if not candidates:
         return []
     store = stores.admission
     d = store.decay
     times = list(at) if at is not None else [None] * len(candidates)
+    given_ids = list(ids) if ids is not None else [None] * len(candidates)
     seqs = list(message_seqs) if message_seqs is not None else [None] * len(candidates)
     policy = store._policy_columns(tenant_id)
     with store.db.tenant_tx(tenant_id) as conn:
         lock_tenant(conn, tenant_id)
         rows = conn.execute(
-            f"""INSERT INTO memories AS m (tenant_id, norm_key, label, definition, type, importance,
+            f"""INSERT INTO memories AS m (tenant_id, id, norm_key, label, definition, type, importance,
                     strength_anchor, strength_anchor_at, decay_rate, provenance, base_trust, initials, acronyms,
                     last_accessed_at, valid_from, recorded_at, created_at, updated_at, next_transition_at,
                     decay_policy, decay_scale, decay_shape)
-                SELECT %(tenant)s, i.norm_key, i.label, i.definition, i.type, i.importance,
+                SELECT %(tenant)s, COALESCE(i.id, gen_random_uuid()), i.norm_key, i.label, i.definition, i.type,
+                       i.importance,
                        {float(d.initial_strength)}, COALESCE(i.at, now()), i.decay_rate, i.provenance,
                        i.base_trust, NULL, '{{}}', COALESCE(i.at, now()), COALESCE(i.at, now()),
                        COALESCE(i.at, now()), COALESCE(i.at, now()), COALESCE(i.at, now()),
@@ -64,10 +69,10 @@ def add_memories(
                        %(policy)s, %(scale)s, %(shape)s
                 FROM unnest(%(keys)b::text[], %(labels)b::text[], %(defs)b::text[], %(types)b::text[],
                             %(imps)b::int[], %(rates)b::float8[], %(provs)b::text[], %(trusts)b::float8[],
-                            %(ats)s::timestamptz[])
-                    AS i(norm_key, label, definition, type, importance, decay_rate, provenance, base_trust, at)
+                            %(ats)s::timestamptz[], %(ids)s::uuid[])
+                    AS i(norm_key, label, definition, type, importance, decay_rate, provenance, base_trust, at, id)
                 RETURNING m.id""",
-            {"tenant": tenant_id, "ats": times, **policy["params"], **candidate_columns(candidates)},
+            {"tenant": tenant_id, "ats": times, "ids": given_ids, **policy["params"], **candidate_columns(candidates)},
         ).fetchall()
         ids = [r["id"] for r in rows]
         memory_rows = [

@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--report", default=None, help="the benchmark's report name (default: its name)")
     parser.add_argument("--dump", default=None, help="a flag of the benchmark taking a file to dump into")
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/ab"))
+    parser.add_argument("--out", default=None, help="the A/B report's name (default: ab_<report>)")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:split])
@@ -118,7 +119,8 @@ def main() -> None:
         "Both revisions on this machine, back to back, the first side alternating by round; medians over rounds.",
         "Load averages (1, 5, 15 min) before and after each run are in the JSON's runs.",
     ]
-    write_report(f"ab_{report}", out, title=f"A/B: {a.name}, {a.base} → {a.head} (median over rounds)", notes=notes)
+    title = f"A/B: {a.name}, {a.base} → {a.head} (median over rounds)"
+    write_report(a.out or f"ab_{report}", out, title=title, notes=notes)
 
 
 def same_rankings(base: list[Path], head: list[Path]) -> dict[str, str]:

@@ -91,7 +91,7 @@ def profile_worker(url: str, pgdata: Path, tenant: str, docs: int, *, threads: i
     the store path and in settling."""
     settings = Settings()
     db, store, service = _e2e_service(url, settings, threads=threads)
-    server = server_split(store, pgdata)
+    server = server_split(store.admission, pgdata)
     rng = random.Random(5)
     texts = [synthetic_document(rng, 10_000 + i) for i in range(docs + 1)]
     ids = create_documents(store, tenant, texts)

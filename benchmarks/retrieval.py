@@ -730,7 +730,7 @@ def stage_profile(settings: Settings, store: Stores, tenant: str, queries: list[
         inside.setdefault("total", []).append(total)
         replay: dict[str, float] = {}
         for name, args, kwargs, _s, _e in calls:
-            ms, rows = timed(lambda name=name, args=args, kwargs=kwargs: getattr(store, name)(*args, **kwargs))
+            ms, rows = timed(lambda name=name, args=args, kwargs=kwargs: getattr(store.reads, name)(*args, **kwargs))
             replay[name] = replay.get(name, 0.0) + ms
             if name == "text_rank":
                 text_each_alone.append(ms)

@@ -882,7 +882,7 @@ def text_variants(url: str, db: Database, settings: Settings, tenant: str, queri
             return [conn.execute(INLINE_UNCAPPED_SQL, text_params(tenant, t, k)).fetchall() for t in phrases]
 
     def store_call(phrases: list[list[str]]) -> list[dict]:
-        return app_store.text_search(tenant, phrases, k=k, cap=cap)
+        return app_store.reads.text_search(tenant, phrases, k=k, cap=cap)
 
     for phrases in per_query[:20]:
         rank_everything(phrases)

@@ -43,7 +43,8 @@ def export(rev: str, cache: Path) -> Path:
 
 
 def run_once(tree: Path, name: str, report: str, args: list[str], dump: Path | None, dump_flag: str | None) -> dict:
-    env = os.environ | {"PYTHONPATH": f"{tree / 'shared'}{os.pathsep}{tree}"}
+    # GIT_DIR: an exported tree has no history of its own; a benchmark reads past definitions from ours
+    env = os.environ | {"PYTHONPATH": f"{tree / 'shared'}{os.pathsep}{tree}", "GIT_DIR": str(ROOT / ".git")}
     extra = [dump_flag, str(dump)] if dump is not None and dump_flag else []
     load_before = os.getloadavg()
     started = time.perf_counter()

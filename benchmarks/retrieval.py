@@ -64,11 +64,10 @@ from contextos.store.lifecycle import LifecycleStore
 from contextos.store.migrate import migrate
 from contextos.store.reads import ReadStore
 from contextos.store.stores import Stores
-from contextos.store.text_search import bm25_call, phrase_forms
+from contextos.store.text_search import phrase_forms
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
-from benchmarks.past_sql import install_past_sql
 from benchmarks.report import write_report
 from benchmarks.warm import WarmTenant, read_service, warm_figures, warm_interleaved
 
@@ -807,11 +806,8 @@ class OwnerDatabase(Database):
         register_vector(conn)
 
 
-BM25_0016 = "contextos_text_search_bm25"
-
-
 def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[str], limit: int) -> dict:
-    """The deployed BM25 text search (migration 0016, bounded by ``bm25_cap``) against the exact BM25
+    """The deployed BM25 text search (``contextos_bm25_rank``, bounded by ``bm25_cap``) against the exact BM25
     ranking of every match (the same function with no bound), per query: the share of the exact top
     k the deployed call returns. Ties count: a returned memory whose exact score reaches the k-th
     exact score is in the exact top k (a templated corpus has many equal scores)."""
@@ -821,10 +817,9 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
     )
     store = Stores.over(db, settings.decay, settings.merge)
     k = cfg.bm25_k
-    install_past_sql(db.conninfo, "bm25_0016")
     cpu = ServerCpu(db.conninfo)
     exact_ms, deployed_ms, kept, compared = [], [], 0.0, 0
-    deployed_cpu, before_ms, before_cpu, same_as_before = [], [], [], 0
+    deployed_cpu = []
     for query in queries[:limit]:
         ms, exact = timed(lambda q=query: store.reads.text_rank(tenant, q, [], [], k=k, cap=None, params=params))
         exact_ms.append(ms)
@@ -834,14 +829,6 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
         )
         deployed_cpu.append(cpu.ms() - server)
         deployed_ms.append(ms)
-        # the same call to migration 0016's function (what the read path ran before 0027), back to back
-        call, args = bm25_call(query, [], k=k, cap=cfg.bm25_cap, params=params)
-        call = BM25_0016.join(call.split("contextos_bm25_rank")).split(", %s::text, %s::text")[0] + ")"
-        server = cpu.ms()
-        ms, before = timed(lambda call=call, args=args: db.tenant_read(tenant, (call, args[:10])))
-        before_cpu.append(cpu.ms() - server)
-        before_ms.append(ms)
-        same_as_before += [(r["id"], r["score"]) for r in before] == [(r["id"], r["score"]) for r in deployed]
         if not exact:
             continue
         kth = float(exact[min(k, len(exact)) - 1]["score"])
@@ -858,11 +845,8 @@ def bm25_exactness(db: Database, settings: Settings, tenant: str, queries: list[
         "deployed_per_query": pct(deployed_ms),
         "share_of_exact_top_k": round(kept / max(1, compared), 3),
         "lexemes_with_scan_counts": stats["n"],
-        "function": "shared/contextos/store/migrations/0035_bm25_walk_and_scope.sql",
+        "function": "shared/contextos/store/definitions/contextos_bm25_rank.sql",
         "deployed_server_cpu": pct(deployed_cpu),
-        "before_0016_per_query": pct(before_ms),
-        "before_0016_server_cpu": pct(before_cpu),
-        "same_ranking_as_0016": same_as_before,
     }
 
 
@@ -1282,11 +1266,6 @@ def main() -> None:
         "text_bm25_deployed_p95_ms_100k": bm25["deployed_per_query"]["p95"],
         "text_bm25_deployed_server_cpu_p50_ms_100k": bm25["deployed_server_cpu"]["p50"],
         "text_bm25_deployed_server_cpu_p95_ms_100k": bm25["deployed_server_cpu"]["p95"],
-        "text_bm25_0016_p50_ms_100k": bm25["before_0016_per_query"]["p50"],
-        "text_bm25_0016_p95_ms_100k": bm25["before_0016_per_query"]["p95"],
-        "text_bm25_0016_server_cpu_p50_ms_100k": bm25["before_0016_server_cpu"]["p50"],
-        "text_bm25_0016_server_cpu_p95_ms_100k": bm25["before_0016_server_cpu"]["p95"],
-        "text_bm25_same_ranking_as_0016": f"{bm25['same_ranking_as_0016']}/{bm25['queries']}",
         "text_bm25_exact_p50_ms_100k": bm25["exact_per_query"]["p50"],
         "text_bm25_exact_p95_ms_100k": bm25["exact_per_query"]["p95"],
         "text_search_matched_rows_p50_100k": rls["matched_rows_per_phrase"]["p50"],
@@ -1358,16 +1337,13 @@ def main() -> None:
         f" Matched rows per phrase p50/p95: {rls['matched_rows_per_phrase']['p50']:.0f}/"
         f"{rls['matched_rows_per_phrase']['p95']:.0f}. The common lexemes are what the lifecycle scan records"
         " (run once here after each load, as a deployment would within 4 h).",
-        f"BM25 text search at 100k (migration 0035, what the read path runs): the deployed bounded call"
+        f"BM25 text search at 100k (`contextos_bm25_rank`, what the read path runs): the deployed bounded call"
         f" {bm25['deployed_per_query']['p50']}/{bm25['deployed_per_query']['p95']} ms p50/p95, the exact ranking of"
         f" every match {bm25['exact_per_query']['p50']}/{bm25['exact_per_query']['p95']} ms; the deployed call returns"
         f" {bm25['share_of_exact_top_k']:.0%} of the exact top {bm25['k']} (ties at the k-th score count),"
-        f" {bm25['queries']} queries; the document frequencies come from the lifecycle scan's count."
-        f" Migration 0016's function on the same queries, back to back:"
-        f" {bm25['before_0016_per_query']['p50']}/{bm25['before_0016_per_query']['p95']} ms, server CPU"
-        f" {bm25['before_0016_server_cpu']['p50']}/{bm25['before_0016_server_cpu']['p95']} ms against 0035's"
-        f" {bm25['deployed_server_cpu']['p50']}/{bm25['deployed_server_cpu']['p95']} ms; the same ranking in"
-        f" {bm25['same_ranking_as_0016']} of {bm25['queries']} queries.",
+        f" {bm25['queries']} queries; the document frequencies come from the lifecycle scan's count; server CPU"
+        f" {bm25['deployed_server_cpu']['p50']}/{bm25['deployed_server_cpu']['p95']} ms. (An earlier text of the"
+        " function is measured against this one by `benchmarks/ab.py` on the two revisions.)",
         "Warm connection (`warm_*`, `vector_recall_at_20_*`): a pool of ONE connection, as one Lambda container"
         f" has, serving the 100k and the 10k tenant in turn ({args.warm_warmup} rounds before timing, then"
         f" {args.warm_queries}; the order flips every round), every vector already settled into the HNSW index."

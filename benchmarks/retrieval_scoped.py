@@ -52,7 +52,6 @@ from contextos.store.stores import Stores
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
-from benchmarks.past_sql import install_past_sql
 from benchmarks.report import write_report
 from benchmarks.retrieval import (
     DIM,
@@ -344,80 +343,6 @@ def scoped_stage_profile(
     return out
 
 
-BEFORE_BM25 = "contextos_bm25_rank_0032"  # 0032's definition under another name, for the A/B only
-
-
-class RenamingDatabase:
-    """The store's ``Database`` with the BM25 call sent to ``BEFORE_BM25``: the pipeline as it
-    ran before 0035, beside the present one on the same connection pool and data."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    def __getattr__(self, name: str):
-        return getattr(self._db, name)
-
-    def tenant_read(self, tenant_id: str, *statements):
-        renamed = [(sql.replace("contextos_bm25_rank(", BEFORE_BM25 + "("), params) for sql, params in statements]
-        return self._db.tenant_read(tenant_id, *renamed)
-
-
-def install_before_bm25(url: str) -> None:
-    """0032's ``contextos_bm25_rank`` (its scoped branch gathers ids, then scores them by id) as
-    ``BEFORE_BM25``, from its past text (benchmarks/sql/bm25_0032.sql)."""
-    install_past_sql(url, "bm25_0032")
-
-
-def text_ab(
-    settings: Settings,
-    db: Database,
-    url: str,
-    tenant: str,
-    queries: list[str],
-    vectors: np.ndarray,
-    variants: dict[str, list[ScopeFilter | None]],
-) -> dict:
-    """Per query and scoped variant, the pipeline with 0032's BM25 and with the present one, back to
-    back (alternating which goes first): wall and CPU (this process + the server's backends), and
-    whether both returned the same memories."""
-    install_before_bm25(url)
-    arms = {
-        "before": RetrievalService(
-            settings=settings,
-            store=Stores.over(RenamingDatabase(db), settings.decay, settings.merge).reads,
-            embedder=None,
-        ),  # type: ignore[arg-type]
-        "after": RetrievalService(
-            settings=settings, store=Stores.over(db, settings.decay, settings.merge).reads, embedder=None
-        ),  # type: ignore[arg-type]
-    }
-    server = ServerCpu(url)
-    out: dict[str, dict] = {}
-    for name, scopes in variants.items():
-        wall: dict[str, list[float]] = {arm: [] for arm in arms}
-        cpu: dict[str, list[float]] = {arm: [] for arm in arms}
-        same = 0
-        for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
-            request = ContextRequest(query=q, dry_run=True, scope=scopes[i % len(scopes)])
-            got = {}
-            order = list(arms) if i % 2 == 0 else list(reversed(arms))
-            for arm in order:
-                before, client = server.ms(), time.process_time()
-                ms, result = timed(
-                    lambda arm=arm, request=request, v=v: arms[arm].context(tenant, request, query_vector=v.tolist())
-                )
-                cpu[arm].append(server.ms() - before + (time.process_time() - client) * 1000.0)
-                wall[arm].append(ms)
-                got[arm] = [m.id for m in result.memories]
-                metrics.clear_metrics()
-            same += got["before"] == got["after"]
-        out[name] = {arm: {"wall": pct(wall[arm]), "cpu": pct(cpu[arm])} for arm in arms} | {
-            "same_memories": f"{same}/{len(queries)}"
-        }
-    server.close()
-    return out
-
-
 def breadth_sweep(url: str, tenant: str, vectors: np.ndarray, breadths: list[int], k: int) -> dict:
     """What the widened ANN's breadth buys a large scope: per breadth, the ANN's first ``breadth``
     rows (hnsw.ef_search = breadth) filtered to the scope, against the scope's exact top-k (owner
@@ -472,12 +397,6 @@ def main() -> None:
         type=int,
         default=0,
         help="vector recall of a large scope per ANN breadth over this many queries",
-    )
-    parser.add_argument(
-        "--text-ab",
-        type=int,
-        default=0,
-        help="A/B 0032's BM25 against the present one in the pipeline over this many queries",
     )
     parser.add_argument(
         "--profile-only",
@@ -550,14 +469,6 @@ def main() -> None:
                 settings, db, lifecycle, LARGE_TENANT, queries[warm:prof], qvecs[warm:prof], variants
             )
             print(json.dumps({"load_1m": os.getloadavg()[0], "profile": profile}, indent=1), flush=True)
-        ab = {}
-        if args.text_ab:
-            scoped_variants = {name: scopes for name, scopes in variants.items() if name != "unscoped"}
-            picked = slice(args.warmup, args.warmup + args.text_ab)
-            load_ab = os.getloadavg()[0]
-            ab = text_ab(settings, db, url, LARGE_TENANT, queries[picked], qvecs[picked], scoped_variants)
-            ab["load_average_1m_before_after"] = [round(load_ab, 1), round(os.getloadavg()[0], 1)]
-            print(json.dumps({"text_ab": ab}, indent=1), flush=True)
         sweep = {}
         if args.breadth_sweep:
             picked = slice(args.warmup, args.warmup + args.breadth_sweep)
@@ -635,8 +546,6 @@ def main() -> None:
     }
     if profile:
         figures["stage_profile"] = {"queries": args.profile, "variants": profile}
-    if ab:
-        figures["text_ab_0032_vs_0035"] = {"queries": args.text_ab} | ab
     if sweep:
         figures["breadth_sweep"] = {"queries": args.breadth_sweep} | sweep
     verdict = "pass" if ratio <= 5 else "fail"
@@ -690,12 +599,6 @@ def main() -> None:
                 for name, by in sweep.items()
             )
             + ". The read path asks the ANN for 1000 for both (`MAX_BREADTH`); every smaller breadth gives up recall."
-        )
-    if ab:
-        notes.append(
-            "Text A/B (`text_ab_0032_vs_0035`): per query the pipeline with 0032's BM25 (installed under another name"
-            " from its migration file) and with the present one, back to back in alternating order, same data and"
-            " queries; `same_memories` counts the queries where both returned the same memories in the same order."
         )
     path = write_report("retrieval_scoped", figures, title="Scoped retrieval latency", notes=notes)
     print(f"report: {path} (run {time.perf_counter() - wall:.0f} s)")

@@ -65,7 +65,7 @@ from contextos.store.vector_indexes import SHARED_INDEX, TenantVectorIndexes, in
 from pgvector.psycopg import register_vector
 
 from benchmarks.locomo import MemoryBlobs
-from benchmarks.past_sql import PAST_SQL
+from benchmarks.past_sql import past_definition
 from benchmarks.real_text import pool as passage_pool
 from benchmarks.real_text import zipf_slope
 from benchmarks.report import REPORTS, write_report
@@ -76,6 +76,9 @@ from tests.memory_writer import new_document
 
 CLASSES = ("lt1k", "1k_20k", "20k_100k", "gt100k")
 RECIPE_VERSION = 1
+# contextos_bm25_rank before a small tenant read its own rows (4c75fb5): every tenant's text through
+# the shared text index
+BEFORE_BM25_REVISION = "4c75fb5^"
 
 
 def tenant_name(rank: int) -> str:
@@ -201,7 +204,7 @@ def set_layout(url: str, layout: str) -> None:
         )
         owner.execute("UPDATE tenants SET vector_index = NULL")
         if layout == "before":  # the text search as it was: every tenant through the shared text index
-            owner.execute((PAST_SQL / "bm25_rank_shared_gin.sql").read_text())
+            owner.execute(past_definition(BEFORE_BM25_REVISION, "contextos_bm25_rank"))
         else:
             owner.execute(dict(get_dialect("postgres").render_definitions(DIM))["contextos_bm25_rank"])
         if layout == "after":
@@ -583,7 +586,7 @@ def main() -> None:
         f" {sum(sizes) / built['pool_passages']:.1f} tenants; pgvector stores identical vectors as one HNSW element"
         " (up to ten heap TIDs each), so the before's shared index holds fewer elements than a database of"
         " distinct texts would, which flatters its recall. Each tenant's own index holds distinct vectors.",
-        "The before phase runs the BM25 function as it was (benchmarks/sql/bm25_rank_shared_gin.sql) at the"
+        f"The before phase runs the BM25 function as it was (its definition at {BEFORE_BM25_REVISION}) at the"
         " cap deployed before (200); the after phase the current definition at retrieval.bm25_cap.",
         f"bytes_per_memory: the database's size without the shared index, over the memories ({stored}).",
     ]

@@ -17,7 +17,6 @@ from contextos.store.history import HistoricalReads
 from contextos.store.scoped_reads import ScopedHistoricalReads, ScopedReads
 from contextos.store.text_search import bm25_call
 
-from benchmarks.past_sql import install_past_sql
 from tests.memory_writer import add_memories
 
 WORDS = ["zebra", "walrus", "heron", "badger", "otter", "falcon", "lynx", "bison"]
@@ -49,12 +48,6 @@ def add(tenant: str, texts: list[str]) -> list:
     )
 
 
-@pytest.fixture
-def bm25_0016(database_url: str) -> None:
-    """0016's function (dropped in 0051), the ranking the bounded gathering must keep."""
-    install_past_sql(database_url, "bm25_0016")
-
-
 def corpus(n: int, seed: int) -> list[str]:
     """Texts of 2-5 of the animal words, some repeated (tf > 1): many memories share each word."""
     rng = random.Random(seed)
@@ -79,21 +72,64 @@ def test_at_least_m_of_n_lexemes_finds_what_a_count_finds(configured, tenant):
         assert conn.execute("SELECT contextos_at_least_query(%s, 0) AS q", [lexemes]).fetchone()["q"] is None
 
 
-@pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter falcon lynx bison", "zebra", "heron lynx"])
-def test_the_bounded_ranking_is_the_one_0016_gave(configured, bm25_0016, tenant, query):
-    add(tenant, corpus(400, seed=2))
+def walk_from_the_top(tenant: str, query: str, cap: int) -> tuple[set, set]:
+    """What the level walk from the top gathers, counted by hand: the gathering lexemes are the
+    query's rarest six that the tenant holds; walking down from all of them, the first level with
+    at least ``cap`` matches ends the walk. Returns (every match of the level above it, that
+    level's matches): the candidates are all of the first and ``cap`` of the second. When no level
+    is full, both are the lowest level's matches (every match gathered)."""
+    with container.database().tenant_tx(tenant) as conn:
+
+        def holding(lexemes: list[str], m: int) -> set:
+            rows = conn.execute(
+                "SELECT id FROM memories WHERE tenant_id = %s AND state = 'active' AND tier = 'hot'"
+                " AND search_tsv @@ contextos_at_least_query(%s, %s)::tsquery",
+                [tenant, lexemes, m],
+            )
+            return {r["id"] for r in rows}
+
+        lexemes = [r["lexeme"] for r in conn.execute("SELECT lexeme FROM unnest(to_tsvector('english', %s))", [query])]
+        df = {x: len(holding([x], 1)) for x in lexemes}
+        gather = sorted((x for x in lexemes if df[x] > 0), key=lambda x: (df[x], x))[:6]
+        assert gather, query
+        levels = {m: holding(gather, m) for m in range(1, len(gather) + 1)} | {len(gather) + 1: set()}
+    full = [m for m in range(len(gather), 0, -1) if len(levels[m]) >= cap]
+    if not full:
+        return levels[1], levels[1]
+    return levels[full[0] + 1], levels[full[0]]
+
+
+def assert_gathered_as_from_the_top(tenant: str, query: str, cap: int, k: int) -> None:
+    """The bounded ranking scores what the walk from the top gathers (every candidate, with k above
+    their number), each with its exact score, and its top k is that set's."""
+    above, level = walk_from_the_top(tenant, query, cap)
+    assert len(level) >= cap  # the corpus is dense enough that some level is full: the levels are walked
     params = BM25Params()
-    cap = 12  # 400 memories and postings far above 4 x cap: the levels are walked
-    call, args = bm25_call(query, [], k=10, cap=cap, params=params)
-    old = call.replace("contextos_bm25_rank", "contextos_text_search_bm25").replace(
-        ", %s::text, %s::text, %s::text, %s::text[])", ")"
-    )
     db = container.database()
-    ranked = db.tenant_read(tenant, (call, args))
-    before = db.tenant_read(tenant, (old, args[:10]))
-    assert len(ranked) == 10
-    assert [(r["id"], r["score"]) for r in ranked] == [(r["id"], r["score"]) for r in before]
+    exact = {
+        r["id"]: r["score"] for r in db.tenant_read(tenant, bm25_call(query, [], k=100_000, cap=None, params=params))
+    }
+    gathered = db.tenant_read(tenant, bm25_call(query, [], k=100_000, cap=cap, params=params))
+    ids = {r["id"] for r in gathered}
+    assert above <= ids <= level
+    assert len(ids) == len(gathered)  # each memory once
+    assert len(ids - above) <= cap and len(ids) >= cap
+    assert all(r["score"] == exact[r["id"]] for r in gathered)
+    ranked = db.tenant_read(tenant, bm25_call(query, [], k=k, cap=cap, params=params))
+    in_order = sorted(gathered, key=lambda r: (-r["score"], str(r["id"])))[:k]
+    assert [(r["id"], r["score"]) for r in ranked] == [(r["id"], r["score"]) for r in in_order]
+
+
+@pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter falcon lynx bison", "zebra", "heron lynx"])
+def test_the_bounded_ranking_is_the_walk_from_the_tops(configured, tenant, query):
+    add(tenant, corpus(400, seed=2))
+    cap = 12  # 400 memories and postings far above 4 x cap: the levels are walked
+    assert_gathered_as_from_the_top(tenant, query, cap, k=10)
+    params = BM25Params()
+    db = container.database()
+    ranked = db.tenant_read(tenant, bm25_call(query, [], k=10, cap=cap, params=params))
     exact = db.tenant_read(tenant, bm25_call(query, [], k=10, cap=None, params=params))
+    assert len(ranked) == 10
     assert exact[0]["score"] >= ranked[0]["score"]  # the bound never scores above the exact ranking
 
 
@@ -106,22 +142,13 @@ def test_the_bounded_ranking_is_the_one_0016_gave(configured, bm25_0016, tenant,
         ("zebra walrus", 20),  # up to the top level, which is full
     ],
 )
-def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_did(
-    configured, bm25_0016, tenant, query, cap
-):
-    """Migration 0035 starts the walk at half the gathering lexemes; 0016's function walked from all
-    of them. Up or down from the middle, the same levels end the walk: the same ranking. (A tenant of
-    at most 12.5·cap memories is ranked exactly from its own rows: this one is larger.)"""
+def test_the_level_walk_from_the_middle_gathers_what_the_walk_from_the_top_would(configured, tenant, query, cap):
+    """The walk starts at half the gathering lexemes and moves down while a level is short, up while
+    it is full. Up or down from the middle, the level that ends it is the one a walk from the top
+    ends at: the same candidates. (A tenant of at most 12.5·cap memories is ranked exactly from its
+    own rows: this one is larger.)"""
     add(tenant, corpus(max(400, 13 * cap), seed=3))
-    call, args = bm25_call(query, [], k=20, cap=cap, params=BM25Params())
-    old = call.replace("contextos_bm25_rank", "contextos_text_search_bm25").replace(
-        ", %s::text, %s::text, %s::text, %s::text[])", ")"
-    )
-    db = container.database()
-    ranked = db.tenant_read(tenant, (call, args))
-    walked_from_the_top = db.tenant_read(tenant, (old, args[:10]))
-    assert len(ranked) >= min(cap, 20)
-    assert [(r["id"], r["score"]) for r in ranked] == [(r["id"], r["score"]) for r in walked_from_the_top]
+    assert_gathered_as_from_the_top(tenant, query, cap, k=20)
 
 
 def test_a_large_scope_is_ranked_over_its_own_matches(configured, tenant):
@@ -188,26 +215,29 @@ def test_a_scopes_ranking_is_the_tenants_ranking_of_its_memories(configured, ten
 
 
 @pytest.mark.parametrize("query", ["zebra walrus heron", "badger otter", "lynx"])
-def test_cold_stubs_score_as_the_formula_written_out_did(configured, database_url, tenant, query):
-    """The cold branch scores stubs with contextos_bm25_score (the hot memories' formula); 0032's
-    text wrote the formula out: same stubs, same scores, same order."""
-    install_past_sql(database_url, "bm25_0032")
-    ids = add(tenant, corpus(80, seed=4))
+def test_a_cold_stub_scores_as_its_text_does_when_hot(configured, tenant, query):
+    """The cold branch scores stubs with the hot memories' formula and statistics: each text stored
+    twice, one copy moved cold (its stub the same lexical form), scores alike in both branches."""
+    texts = corpus(80, seed=4)
+    hot = add(tenant, texts)
+    twins = add(tenant, [f"{t} " for t in texts])  # the same lexemes under another norm_key
     with container.database().tenant_tx(tenant) as conn:
         conn.execute(
             "UPDATE memories SET tier = 'cold', stub_tsv = search_tsv, cold_object_key = 'cold/' || id"
             " WHERE id = ANY(%s)",
-            [ids[:50]],
+            [twins[:50]],
         )
-    call, args = bm25_call(query, [], k=60, cap=None, params=BM25Params(), with_cold=True)
-    db = container.database()
-    ranked = db.tenant_read(tenant, (call, args))
-    before = db.tenant_read(tenant, (call.replace("contextos_bm25_rank(", "contextos_bm25_rank_0032("), args))
-    cold = [(r["id"], r["score"], r["matched"]) for r in ranked if r["cold"]]
-    assert cold and {i for i, _, _ in cold} <= set(ids[:50])
-    assert [(r["id"], r["score"], r["matched"], r["cold"]) for r in ranked] == [
-        (r["id"], r["score"], r["matched"], r["cold"]) for r in before
-    ]
+    ranked = container.database().tenant_read(
+        tenant, bm25_call(query, [], k=200, cap=None, params=BM25Params(), with_cold=True)
+    )
+    by_id = {r["id"]: r for r in ranked}
+    cold = [r for r in ranked if r["cold"]]
+    assert cold and {r["id"] for r in cold} <= set(twins[:50])
+    twin_of = dict(zip(twins, hot, strict=True))
+    for r in cold:
+        warm = by_id[twin_of[r["id"]]]
+        assert not warm["cold"] and (r["score"], r["matched"]) == (warm["score"], warm["matched"])
+    assert [r["score"] for r in cold] == sorted((r["score"] for r in cold), reverse=True)
 
 
 def test_a_small_tenant_is_ranked_exactly_from_its_own_rows_beside_a_large_one(configured, tenant):

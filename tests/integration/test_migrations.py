@@ -8,8 +8,6 @@ from contextos.errors import SchemaMismatch
 from contextos.store.dialect import DEFINITIONS_DIR, get_dialect
 from contextos.store.migrate import FOLDED_CHECKSUMS, apply_definitions, migrate
 
-from benchmarks.past_sql import install_past_sql
-
 
 @pytest.fixture
 def fresh_database(database_url):
@@ -110,12 +108,18 @@ def test_definitions_follow_the_dialect():
         assert f"CREATE OR REPLACE FUNCTION {name}(" in sql  # one file, one function, named after it
 
 
-def test_the_past_bm25_texts_the_benchmarks_compare_with_install_on_the_present_schema(fresh_database):
-    migrate(fresh_database, get_dialect("postgres"), 384, "local")
-    for name in ("bm25_0016", "bm25_0032"):
-        install_past_sql(fresh_database, name)
-    names = {name for name, _ in own_functions(fresh_database)}
-    assert {"contextos_text_search_bm25", "contextos_bm25_rank_0032", "contextos_bm25_scope_gather"} <= names
+def install_dropped_bm25_functions(owner_url: str) -> None:
+    """Stand-ins with the signatures of the two functions 0051 drops (0016's ranking, 0032's scope
+    gathering): what a database deployed before 0051 still holds; only their names and arguments matter."""
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION contextos_text_search_bm25(text, text[], real, integer, integer, real, real, integer,"
+            " timestamptz, boolean) RETURNS TABLE (id uuid, score real) LANGUAGE sql AS 'SELECT NULL::uuid, 0::real'"
+        )
+        conn.execute(
+            "CREATE FUNCTION contextos_bm25_scope_gather(text, text, timestamptz, text, text, text, text[], integer)"
+            " RETURNS SETOF uuid LANGUAGE sql AS 'SELECT NULL::uuid'"
+        )
 
 
 def test_a_database_deployed_before_the_fold_is_repaired_without_running_anything_again(fresh_database):
@@ -123,8 +127,7 @@ def test_a_database_deployed_before_the_fold_is_repaired_without_running_anythin
     the functions 0051 drops: the next migrate drops them, rewrites those records, re-runs nothing."""
     dialect = get_dialect("postgres")
     migrate(fresh_database, dialect, 384, "local")
-    for name in ("bm25_0016", "bm25_0032"):
-        install_past_sql(fresh_database, name)
+    install_dropped_bm25_functions(fresh_database)
     folded = FOLDED_CHECKSUMS["postgres"]
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         for version, checksum in folded.items():

@@ -1,4 +1,5 @@
 import hashlib
+import itertools
 import shutil
 import threading
 
@@ -122,19 +123,74 @@ def install_dropped_bm25_functions(owner_url: str) -> None:
         )
 
 
-def test_a_database_deployed_before_the_fold_is_repaired_without_running_anything_again(fresh_database):
-    """It ran the migrations that still carried the BM25 bodies (their checksums recorded) and has
-    the functions 0051 drops: the next migrate drops them, rewrites those records, re-runs nothing."""
+def audit_chain(conn: psycopg.Connection, tenant: str) -> list[tuple]:
+    return conn.execute(
+        "SELECT chain_seq, prev_hash, hash FROM audit_log WHERE tenant_id = %s ORDER BY chain_seq", [tenant]
+    ).fetchall()
+
+
+def write_audit_rows(conn: psycopg.Connection, tenant: str, n: int) -> None:
+    """``n`` entries in one statement, then one more on its own (the head moves per statement)."""
+    conn.execute(
+        "INSERT INTO audit_log (tenant_id, actor, action, reason) SELECT %s, 'tests', 'admitted', 'entry ' || i"
+        " FROM generate_series(1, %s) i",
+        [tenant, n],
+    )
+    conn.execute(
+        "INSERT INTO audit_log (tenant_id, actor, action, reason) VALUES (%s, 'tests', 'admitted', 'one')", [tenant]
+    )
+
+
+def assert_one_unbroken_chain(conn: psycopg.Connection, tenant: str, n: int) -> None:
+    rows = audit_chain(conn, tenant)
+    assert [seq for seq, _, _ in rows] == list(range(1, n + 1))
+    assert rows[0][1] == "0" * 64
+    assert all(after[1] == before[2] for before, after in itertools.pairwise(rows))
+    head = conn.execute("SELECT chain_seq, hash FROM audit_chain_heads WHERE tenant_id = %s", [tenant]).fetchone()
+    assert head == (n, rows[-1][2])
+
+
+def test_until_the_definitions_apply_an_audit_row_is_refused_never_written_unchained(fresh_database, tmp_path):
+    """The chaining functions are definitions, applied after the migrations: in between, 0011's
+    trigger refuses an audit row; once they apply, every row is chained."""
+    dialect = get_dialect("postgres")
+    migrate(fresh_database, dialect, 384, "local", definitions=tmp_path)  # no definition applied yet
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.RaiseException, match="not defined yet"):
+            write_audit_rows(conn, "t1", 3)
+        assert conn.execute("SELECT count(*) FROM audit_log").fetchone()[0] == 0
+    migrate(fresh_database, dialect, 384, "local")
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        write_audit_rows(conn, "t1", 3)
+        write_audit_rows(conn, "t1", 2)
+        assert_one_unbroken_chain(conn, "t1", 7)
+
+
+@pytest.mark.parametrize("text", [0, -1], ids=["first_text", "last_text"])
+def test_a_database_deployed_before_the_fold_is_repaired_without_running_anything_again(fresh_database, text):
+    """It ran the migrations that still carried the BM25 bodies and the audit chain's functions
+    (their checksums recorded, the audit definitions not yet recorded) and has the functions 0051
+    drops: the next migrate drops them, rewrites those records, re-runs nothing, applies the audit
+    chain's definitions, and the chain goes on across it."""
     dialect = get_dialect("postgres")
     migrate(fresh_database, dialect, 384, "local")
     install_dropped_bm25_functions(fresh_database)
     folded = FOLDED_CHECKSUMS["postgres"]
     with psycopg.connect(fresh_database, autocommit=True) as conn:
-        for version, checksum in folded.items():
-            conn.execute("UPDATE schema_version SET checksum = %s WHERE version = %s", [checksum, version])
+        write_audit_rows(conn, "t1", 4)
+        for version, checksums in folded.items():
+            conn.execute("UPDATE schema_version SET checksum = %s WHERE version = %s", [checksums[text], version])
         conn.execute("UPDATE schema_version SET checksum = 'edited by hand' WHERE version = 1")
         conn.execute("DELETE FROM schema_version WHERE version = 51")
+        conn.execute("DELETE FROM schema_definitions WHERE name LIKE 'audit_log_chain%'")
     assert migrate(fresh_database, dialect, 384, "local") == [51]
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        assert {r[0] for r in conn.execute("SELECT name FROM schema_definitions")} >= {
+            "audit_log_chain",
+            "audit_log_chain_head",
+        }
+        write_audit_rows(conn, "t1", 2)
+        assert_one_unbroken_chain(conn, "t1", 8)
     files = {v: hashlib.sha256(sql.encode()).hexdigest() for v, _, sql in dialect.render_migrations(384)}
     with psycopg.connect(fresh_database) as conn:
         recorded = dict(conn.execute("SELECT version, checksum FROM schema_version").fetchall())

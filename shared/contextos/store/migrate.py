@@ -20,18 +20,23 @@ _CONCURRENT_INDEX = re.compile(r"CREATE\s+INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXIS
 _LOCK_KEY = 7_420_011  # an arbitrary constant: one migrator at a time per database
 
 # Migrations whose function bodies moved to store/definitions/, or went because a later migration
-# drops the function (the schema they leave after the last migration is the same),
-# with the checksum a database recorded when it ran the earlier text: such a database is up to date,
-# and its record is rewritten to the file's checksum (a repair, not a warning).
-FOLDED_CHECKSUMS: dict[str, dict[int, str]] = {
+# drops the function (the schema they leave after the last migration is the same), with every
+# checksum a database may have recorded when it ran an earlier text (a migration folded twice has
+# two): such a database is up to date, and its record is rewritten to the file's checksum (a
+# repair, not a warning).
+FOLDED_CHECKSUMS: dict[str, dict[int, tuple[str, ...]]] = {
     "postgres": {
-        8: "b944274836040d2dbf6c9118da51d5f1143601d827e004ea2f2c4049bae8c9a3",
-        11: "33e32b9a8817e6f05a963b461db26c95b5d8f3c4e4887bd9985660cd69f1d8ee",
-        16: "6d67a651a0951ca8621447dc18f6fb58126b46078f10f781a915f5f8032e942b",
-        27: "66c2c2d25c067db43f0c46f40c262ad155f291fc5476700db944aed838314698",
-        32: "115fff7cf9da3034f66d785834a1842a853f3d7e846225d1179f2a15c9b66b08",
-        35: "7377b5ddf14e766ffe48722de25ae59662d70548eadcfa7f3de277a42c527a74",
-        38: "f47229c493d6a8c2e9fb157911c95aaf47b55b696410bd10495d4508d760af30",
+        8: ("b944274836040d2dbf6c9118da51d5f1143601d827e004ea2f2c4049bae8c9a3",),
+        11: (
+            "33e32b9a8817e6f05a963b461db26c95b5d8f3c4e4887bd9985660cd69f1d8ee",
+            "8074390d5fc1a1e4faaaf2f3b06e68bf3450a59aed409b3cc690bd8828a5da76",  # the audit chain's first text
+        ),
+        16: ("6d67a651a0951ca8621447dc18f6fb58126b46078f10f781a915f5f8032e942b",),
+        27: ("66c2c2d25c067db43f0c46f40c262ad155f291fc5476700db944aed838314698",),
+        29: ("3bf7e6ff34184b190169689d189a441df6134ce7f31da79678f082b473f5095f",),
+        32: ("115fff7cf9da3034f66d785834a1842a853f3d7e846225d1179f2a15c9b66b08",),
+        35: ("7377b5ddf14e766ffe48722de25ae59662d70548eadcfa7f3de277a42c527a74",),
+        38: ("f47229c493d6a8c2e9fb157911c95aaf47b55b696410bd10495d4508d760af30",),
     },
 }
 
@@ -103,7 +108,7 @@ def _run_outside_a_transaction(conn: psycopg.Connection, sql: str) -> None:
 
 
 def _recorded_differs(conn: psycopg.Connection, dialect: Dialect, version: int, recorded: str, checksum: str) -> None:
-    if FOLDED_CHECKSUMS.get(dialect.name, {}).get(version) == recorded:
+    if recorded in FOLDED_CHECKSUMS.get(dialect.name, {}).get(version, ()):
         conn.execute("UPDATE schema_version SET checksum = %s WHERE version = %s", [checksum, version])
         logger.info("migration record repaired: its functions are definitions now", extra={"version": version})
     else:

@@ -76,41 +76,32 @@ AS $fn$
     ]) WITH ORDINALITY AS t(f, n)
 $fn$;
 
-CREATE OR REPLACE FUNCTION audit_log_chain() RETURNS trigger
 -- dialect: postgres
+-- The chaining function is a repeatable definition (store/definitions/audit_log_chain.sql, with the
+-- statement trigger that moves the head), applied after the migrations. Until then this one
+-- refuses an audit row rather than write it unchained.
+CREATE OR REPLACE FUNCTION audit_log_chain() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $fn$
-DECLARE
-    head_seq  bigint;
+BEGIN
+    RAISE EXCEPTION 'the audit chain is not defined yet: the store''s definitions are applied after the migrations';
+END
+$fn$;
+REVOKE ALL ON FUNCTION audit_log_chain() FROM PUBLIC;
 -- dialect: cockroach
+CREATE OR REPLACE FUNCTION audit_log_chain() RETURNS trigger
 LANGUAGE PLpgSQL AS $fn$
 DECLARE
     head_seq  int8;
--- dialect: end
     head_hash text;
 BEGIN
--- dialect: postgres
-    -- The head row's lock serializes one tenant's writers until commit; a rollback leaves it as it was.
-    INSERT INTO audit_chain_heads AS h (tenant_id, chain_seq, hash)
-    VALUES (NEW.tenant_id, 0, repeat('0', 64))
--- dialect: cockroach
     INSERT INTO audit_chain_heads AS h (tenant_id, chain_seq, hash)
     VALUES ((NEW).tenant_id, 0, repeat('0', 64))
--- dialect: end
     ON CONFLICT (tenant_id) DO UPDATE SET updated_at = now()
     RETURNING h.chain_seq, h.hash INTO head_seq, head_hash;
     NEW.chain_seq := head_seq + 1;
     NEW.prev_hash := head_hash;
--- dialect: postgres
-    NEW.at := COALESCE(NEW.at, now());
-    NEW.details := COALESCE(NEW.details, '{}'::jsonb);
-    NEW.hash := encode(sha256(convert_to(audit_log_canonical(
-        NEW.prev_hash, NEW.tenant_id, NEW.chain_seq, NEW.id, NEW.at, NEW.actor, NEW.action,
-        NEW.memory_id, NEW.reason, NEW.details), 'UTF8')), 'hex');
-    UPDATE audit_chain_heads SET chain_seq = NEW.chain_seq, hash = NEW.hash, updated_at = now()
-    WHERE tenant_id = NEW.tenant_id;
--- dialect: cockroach
     NEW.at := COALESCE((NEW).at, now());
     NEW.details := COALESCE((NEW).details, '{}'::jsonb);
     NEW.hash := sha256(audit_log_canonical(
@@ -118,12 +109,9 @@ BEGIN
         (NEW).memory_id, (NEW).reason, (NEW).details));
     UPDATE audit_chain_heads SET chain_seq = (NEW).chain_seq, hash = (NEW).hash, updated_at = now()
     WHERE tenant_id = (NEW).tenant_id;
--- dialect: end
     RETURN NEW;
 END
 $fn$;
--- dialect: postgres
-REVOKE ALL ON FUNCTION audit_log_chain() FROM PUBLIC;
 -- dialect: end
 
 DROP TRIGGER IF EXISTS audit_log_chain ON audit_log;

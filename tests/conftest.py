@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
@@ -67,6 +68,34 @@ def configured(database_url: str, local_aws, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("CONTEXTOS_CONVERSATION_QUEUE_URL", local_aws.conversation_queue_url)
     monkeypatch.setenv("CONTEXTOS_UPLOAD_BUCKET", local_aws.upload_bucket)
     monkeypatch.setenv("CONTEXTOS_COLD_BUCKET", local_aws.cold_bucket)
+    container.reset()
+    yield
+    container.reset()
+
+
+@pytest.fixture
+def own_database(database_url: str) -> Iterator[str]:
+    """A new database on the session's server, migrated as the session's is: for a job that walks
+    every tenant of its database, which in the session's database are every earlier test's."""
+    from contextos.store.dialect import get_dialect
+    from contextos.store.migrate import migrate
+
+    name = f"own_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = database_url.replace("/postgres?", f"/{name}?")
+    migrate(url, get_dialect("postgres"), 384, "local:all-MiniLM-L6-v2-int8")
+    yield url
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def configured_alone(configured, own_database: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``configured``, with the database one of this test's own."""
+    from contextos import container
+
+    monkeypatch.setenv("CONTEXTOS_DATABASE_URL", own_database)
     container.reset()
     yield
     container.reset()

@@ -84,10 +84,19 @@ def order_lookup_rows(rows: Sequence[LookupRow]) -> list[LookupRow]:
     )
 
 
-def nearest_by_candidate(rows: Sequence[NearRow]) -> dict[int, str]:
-    """candidate index → the key of its most similar near duplicate."""
+def identifiers(key: str) -> frozenset[str]:
+    """The words of a key that hold a digit: versions, codes, ids, counts. "Server db 01" and
+    "Server db 02" embed almost alike but name two things."""
+    return frozenset(word for word in key.split() if any(ch.isdigit() for ch in word))
+
+
+def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[NearRow]) -> dict[int, str]:
+    """candidate index → the key of its most similar near duplicate whose label names the same
+    identifiers: a near duplicate differing in one stands alone (precision before recall)."""
     found: dict[int, tuple[float, str]] = {}
     for row in rows:
+        if identifiers(row["norm_key"]) != identifiers(candidates[row["idx"]].norm_key):
+            continue
         if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
             found[row["idx"]] = (row["similarity"], row["norm_key"])
     return {i: key for i, (_, key) in found.items()}

@@ -128,6 +128,22 @@ def test_a_near_duplicate_of_the_same_type_merges_and_one_of_another_type_does_n
     assert labels == ["Blue green deploy", "Blue-green deployment"]
 
 
+def test_near_duplicates_naming_other_identifiers_stand_alone(store, tenant, local_embedder):
+    """The two labels the MCP snippet test once saw merge (cosine 0.9345 with the local model):
+    the same sentence around two ids. The same sentence around one id still merges."""
+    first = ("Pasted 03495a0d", "The pasted snippet 03495a0d reaches the stack.", "fact")
+    store_concepts(store, tenant, candidates(local_embedder, [first]))
+    other = ("Pasted e564697a", "The pasted snippet e564697a reaches the stack.", "fact")
+    same = ("Pasted snippet 03495a0d", "The pasted snippet 03495a0d reaches the stack.", "fact")
+    a, b = local_embedder.embed([f"{label}: {definition}" for label, definition, _ in (first, other)])
+    assert sum(x * y for x, y in zip(a, b, strict=True)) >= 0.93  # near duplicates by the cosine alone
+    result = store_concepts(store, tenant, candidates(local_embedder, [other]))
+    assert (result.created, result.merged) == (1, 0)
+    result = store_concepts(store, tenant, candidates(local_embedder, [same]))
+    assert (result.created, result.merged) == (0, 1)
+    assert sorted(m["label"] for m in active_memories(tenant)) == ["Pasted 03495a0d", "Pasted e564697a"]
+
+
 def _rewrite_signatures(tenant: str, expression: str, prefix_expression: str) -> None:
     """Rewrite the band rows' signatures and the 64-bit prefixes their index entries carry."""
     with container.database().tenant_tx(tenant) as conn:

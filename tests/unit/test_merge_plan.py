@@ -97,7 +97,19 @@ def test_the_nearest_near_duplicate_of_each_candidate_is_kept():
         {"idx": 0, "norm_key": "near", "similarity": 0.97},
         {"idx": 1, "norm_key": "only", "similarity": 0.93},
     ]
-    assert nearest_by_candidate(rows) == {0: "near", 1: "only"}
+    assert nearest_by_candidate([candidate("x", "X"), candidate("y", "Y")], rows) == {0: "near", 1: "only"}
+
+
+def test_a_near_duplicate_naming_other_identifiers_is_not_one():
+    rows: list[NearRow] = [
+        {"idx": 0, "norm_key": "e564697a pasted", "similarity": 0.97},
+        {"idx": 0, "norm_key": "03495a0d pasted", "similarity": 0.94},
+        {"idx": 1, "norm_key": "3 python 12 requirement", "similarity": 0.99},
+        {"idx": 2, "norm_key": "cluster staging", "similarity": 0.95},
+    ]
+    wanted = [candidate("03495a0d pasted copy", "Pasted copy 03495a0d"), candidate("3 python 11 requirement", "x")]
+    wanted.append(candidate("cluster staging the", "The staging cluster"))
+    assert nearest_by_candidate(wanted, rows) == {0: "03495a0d pasted", 2: "cluster staging"}
 
 
 def test_acronym_rows_are_tried_most_important_then_oldest_first():

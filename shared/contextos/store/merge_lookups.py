@@ -65,7 +65,7 @@ class MergeLookups:
         near_rows = [cast(NearRow, r) for r in rows if r["near"]]
         if not hot:
             return hot, MergePlan(candidates)
-        return hot, merge_targets(candidates, lookup_rows, nearest_by_candidate(near_rows))
+        return hot, merge_targets(candidates, lookup_rows, nearest_by_candidate(candidates, near_rows))
 
     @staticmethod
     def _merge_lookup_query(tenant_id: str, candidates: Sequence[MemoryCandidate]) -> tuple[str, dict[str, Any]]:

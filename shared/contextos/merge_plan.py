@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 from uuid import UUID
 
 from contextos.models import MemoryCandidate, StoreResult
-from contextos.normalization import acronyms, initials
+from contextos.normalization import CONNECTORS, acronyms, initials
 from contextos.scopes import key_owner
 
 # An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
@@ -85,17 +85,30 @@ def order_lookup_rows(rows: Sequence[LookupRow]) -> list[LookupRow]:
 
 
 def identifiers(key: str) -> frozenset[str]:
-    """The words of a key that hold a digit: versions, codes, ids, counts. "Server db 01" and
-    "Server db 02" embed almost alike but name two things."""
-    return frozenset(word for word in key.split() if any(ch.isdigit() for ch in word))
+    """The words of a key that hold a digit: versions, codes, ids, counts."""
+    return frozenset(word for word in key_words(key) if any(ch.isdigit() for ch in word))
+
+
+def key_words(key: str) -> frozenset[str]:
+    """A key's words, its owner suffix and connector words aside."""
+    owner = key_owner(key)
+    words = key[: -len(owner)] if owner else key
+    return frozenset(word for word in words.split() if word not in CONNECTORS)
+
+
+def may_name_the_same(key: str, other: str) -> bool:
+    """Whether a near duplicate's label can name what the candidate's does: the two share a word
+    and name the same identifiers. Vectors alone say "close", not "the same": two people named in
+    one sentence ("Anna", "Jolene"), "db 01" and "db 02", "Python 3.11" and "3.12" embed alike."""
+    return bool(key_words(key) & key_words(other)) and identifiers(key) == identifiers(other)
 
 
 def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[NearRow]) -> dict[int, str]:
-    """candidate index → the key of its most similar near duplicate whose label names the same
-    identifiers: a near duplicate differing in one stands alone (precision before recall)."""
+    """candidate index → the key of its most similar near duplicate that may name the same thing
+    (``may_name_the_same``): precision before recall, the others stand alone."""
     found: dict[int, tuple[float, str]] = {}
     for row in rows:
-        if identifiers(row["norm_key"]) != identifiers(candidates[row["idx"]].norm_key):
+        if not may_name_the_same(candidates[row["idx"]].norm_key, row["norm_key"]):
             continue
         if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
             found[row["idx"]] = (row["similarity"], row["norm_key"])

@@ -68,12 +68,12 @@ def singular(word: str) -> str:
     return word
 
 
-_CONNECTORS = frozenset("a an and as at by for from in into of on or the to via with".split())
+CONNECTORS = frozenset("a an and as at by for from in into of on or the to via with".split())
 
 
 def initials(label: str) -> str | None:
     """ "Group Relative Policy Optimization" → "grpo" (connector words skipped); None for one word."""
-    words = [w for w in _PUNCT.sub(" ", label_form(label)).split() if w.lower() not in _CONNECTORS]
+    words = [w for w in _PUNCT.sub(" ", label_form(label)).split() if w.lower() not in CONNECTORS]
     if len(words) < 2:
         return None
     return "".join(w[0] for w in words).lower()

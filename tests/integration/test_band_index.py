@@ -102,12 +102,12 @@ def test_band_lookups_never_cross_tenants(store, configured):
     rng = np.random.default_rng(3)
     base = unit(rng, 1)
     twin = at_cosine(base, 0.99, rng)
-    store_concepts(store, tenant_a, [candidate("original in a", base[0])])
+    store_concepts(store, tenant_a, [candidate("original", base[0])])
     # Tenant b has only a twin: tenant a's identical memory must not be found from b ...
-    result_b = store_concepts(store, tenant_b, [candidate("twin in b", twin[0])])
+    result_b = store_concepts(store, tenant_b, [candidate("original twin", twin[0])])
     assert (result_b.created, result_b.merged) == (1, 0)
     # ... while within a tenant the same twin merges.
-    result_a = store_concepts(store, tenant_a, [candidate("twin in a", twin[0])])
+    result_a = store_concepts(store, tenant_a, [candidate("original twin", twin[0])])
     assert (result_a.created, result_a.merged) == (0, 1)
     for tenant in (tenant_a, tenant_b):
         with container.database().tenant_tx(tenant) as conn:

@@ -55,7 +55,7 @@ def test_the_loaded_memories_carry_their_vectors_band_keys_and_band_rows(store, 
 def test_a_near_duplicate_of_a_loaded_memory_merges_into_it(store, tenant):
     data = learned_now(corpus(20, np.random.default_rng(5), near_duplicate_share=0.0))
     ids = bulk_load(store, tenant, data)
-    twin = data.candidates[7].model_copy(update={"norm_key": "memory 7 retold"})  # its identifier kept: a near duplicate
+    twin = data.candidates[7].model_copy(update={"norm_key": "memory 7 retold"})  # its word and id: a near duplicate
     record, _ = store.documents.create_document(
         tenant, content_hash=uuid.uuid4().hex, filename=None, content_type=None, provenance="user_upload", size_bytes=1
     )

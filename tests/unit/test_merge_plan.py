@@ -97,7 +97,21 @@ def test_the_nearest_near_duplicate_of_each_candidate_is_kept():
         {"idx": 0, "norm_key": "near", "similarity": 0.97},
         {"idx": 1, "norm_key": "only", "similarity": 0.93},
     ]
-    assert nearest_by_candidate([candidate("x", "X"), candidate("y", "Y")], rows) == {0: "near", 1: "only"}
+    wanted = [candidate("near far", "Near far"), candidate("only one", "Only one")]
+    assert nearest_by_candidate(wanted, rows) == {0: "near", 1: "only"}
+
+
+def test_a_near_duplicate_sharing_no_word_of_the_label_is_not_one():
+    """LoCoMo's conversation path: two people, two venues named in one sentence embed alike."""
+    rows: list[NearRow] = [
+        {"idx": 0, "norm_key": "anna", "similarity": 0.96},
+        {"idx": 1, "norm_key": "jolene", "similarity": 0.95},
+        {"idx": 2, "norm_key": "jolene@u=u-1", "similarity": 0.95},
+        {"idx": 3, "norm_key": "of the", "similarity": 0.99},
+    ]
+    wanted = [candidate("jolene", "Jolene"), candidate("hey jolene", "Hey Jolene")]
+    wanted += [candidate("anna@u=u-1", "Anna"), candidate("of stage the", "The stage of")]
+    assert nearest_by_candidate(wanted, rows) == {1: "jolene"}  # not by the owner, not by connectors
 
 
 def test_a_near_duplicate_naming_other_identifiers_is_not_one():

@@ -10,7 +10,8 @@ the rounds) and their ratio head/base, and writes ``benchmarks/reports/ab_<name>
 Run: ``.venv/bin/python -m benchmarks.ab ingest --base main --head HEAD --rounds 2 -- --existing 20000``
 (the arguments after ``--`` go to the benchmark). ``--report NAME`` when the benchmark's report is
 named otherwise than the script; ``--dump=FLAG`` to pass each run a file of its own under that flag
-(LoCoMo's ``--dump`` rankings), kept beside the reports for comparison.
+(LoCoMo's ``--dump`` rankings), kept beside the reports for comparison. An exported tree has no
+dataset folder beside it: LoCoMo benchmarks need ``CONTEXTOS_LOCOMO_DATA`` set to the file.
 """
 
 from __future__ import annotations

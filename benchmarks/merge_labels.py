@@ -1,9 +1,10 @@
-"""Near-duplicate merges on real text, and the ones the identifier guard refuses (S4 step 7).
+"""Near-duplicate merges on real text, and the ones the label guard refuses (S4 step 7).
 
 A candidate merges into the nearest memory of its type at cosine >= ``merge.near_duplicate_cosine``
-unless the two labels name other identifiers (words holding a digit, ``merge_plan.identifiers``).
-This counts, over LoCoMo conversations (one conversation = one tenant), the same-type pairs at or
-above the threshold with the local embedder, and how many of them the guard keeps apart:
+only when the two labels may name the same thing: they share a word and name the same identifiers
+(``merge_plan.may_name_the_same``). This counts, over LoCoMo conversations (one conversation = one
+tenant), the same-type pairs at or above the threshold with the local embedder, and how many of
+them the guard keeps apart:
 
 - ``extracted``: the memories the conversation path stores: the local extractor over each session
   (one flush), the service's clamp and S4 validation (as ``benchmarks.conversation_memories``);
@@ -12,7 +13,7 @@ above the threshold with the local embedder, and how many of them the guard keep
 
 Pairs, not merges: an admission merges a candidate into one memory, so the pair counts bound the
 merges from above. ``--show`` prints every near pair's labels and verdict for reading (dataset text: printed,
-never written to the report). Run: ``python -m benchmarks.merge_identifiers [--conversations 3]``.
+never written to the report). Run: ``python -m benchmarks.merge_labels [--conversations 3]``.
 """
 
 from __future__ import annotations
@@ -102,14 +103,15 @@ def main() -> None:
     figures["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(figures)
     path = write_report(
-        "merge_identifiers",
+        "merge_labels",
         figures,
-        title="Near-duplicate merges on real text and the identifier guard",
+        title="Near-duplicate merges on real text and the label guard",
         notes=[
             "One LoCoMo conversation = one tenant. Same-type pairs at cosine >= the threshold (local MiniLM,"
             " 'label: definition'); same_key_pairs merge by key whatever the guard says.",
-            "refused_pairs: pairs of different keys whose labels name other identifiers (words holding a"
-            " digit), which the guard keeps apart; the share is of the near-duplicate pairs of different keys.",
+            "refused_pairs: pairs of different keys the guard keeps apart (the labels share no word, or name"
+            " other identifiers: words holding a digit); the share is of the near-duplicate pairs of different"
+            " keys. Before the guard every near pair merged.",
             "extracted: the conversation path's memories (local extractor per session, clamp, validation);"
             " per_turn: one memory per turn, label = its first 40 characters.",
         ],

@@ -29,16 +29,21 @@ os.environ["CONTEXTOS_LOCAL_STACK_POINTER"] = str(Path(tempfile.mkdtemp(prefix="
 REPO = Path(__file__).resolve().parents[1]
 
 
+def migrated(url: str) -> str:
+    """The database at ``url``, migrated for the local embedder the tests use."""
+    from contextos.store.dialect import get_dialect
+    from contextos.store.migrate import migrate
+
+    migrate(url, get_dialect("postgres"), 384, "local:all-MiniLM-L6-v2-int8")
+    return url
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A real PostgreSQL 16 + pgvector for the whole session, migrated once."""
-    from contextos.store.dialect import get_dialect
     from contextos.store.embedded import embedded_database_url
-    from contextos.store.migrate import migrate
 
-    url = embedded_database_url(tmp_path_factory.mktemp("contextos"))
-    migrate(url, get_dialect("postgres"), 384, "local:all-MiniLM-L6-v2-int8")
-    return url
+    return migrated(embedded_database_url(tmp_path_factory.mktemp("contextos")))
 
 
 @pytest.fixture(scope="session")
@@ -77,15 +82,10 @@ def configured(database_url: str, local_aws, monkeypatch: pytest.MonkeyPatch) ->
 def own_database(database_url: str) -> Iterator[str]:
     """A new database on the session's server, migrated as the session's is: for a job that walks
     every tenant of its database, which in the session's database are every earlier test's."""
-    from contextos.store.dialect import get_dialect
-    from contextos.store.migrate import migrate
-
     name = f"own_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
-    url = database_url.replace("/postgres?", f"/{name}?")
-    migrate(url, get_dialect("postgres"), 384, "local:all-MiniLM-L6-v2-int8")
-    yield url
+    yield migrated(database_url.replace("/postgres?", f"/{name}?"))
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 

@@ -84,9 +84,9 @@ def order_lookup_rows(rows: Sequence[LookupRow]) -> list[LookupRow]:
     )
 
 
-def identifiers(key: str) -> frozenset[str]:
-    """The words of a key that hold a digit: versions, codes, ids, counts."""
-    return frozenset(word for word in key_words(key) if any(ch.isdigit() for ch in word))
+def identifiers(words: frozenset[str]) -> frozenset[str]:
+    """The words that hold a digit: versions, codes, ids, counts."""
+    return frozenset(word for word in words if any(ch.isdigit() for ch in word))
 
 
 def key_words(key: str) -> frozenset[str]:
@@ -100,7 +100,8 @@ def may_name_the_same(key: str, other: str) -> bool:
     """Whether a near duplicate's label can name what the candidate's does: the two share a word
     and name the same identifiers. Vectors alone say "close", not "the same": two people named in
     one sentence ("Anna", "Jolene"), "db 01" and "db 02", "Python 3.11" and "3.12" embed alike."""
-    return bool(key_words(key) & key_words(other)) and identifiers(key) == identifiers(other)
+    words, other_words = key_words(key), key_words(other)
+    return bool(words & other_words) and identifiers(words) == identifiers(other_words)
 
 
 def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[NearRow]) -> dict[int, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
+import pytest
 from contextos.merge_plan import (
     GateCounts,
     LookupRow,
@@ -101,29 +102,32 @@ def test_the_nearest_near_duplicate_of_each_candidate_is_kept():
     assert nearest_by_candidate(wanted, rows) == {0: "near", 1: "only"}
 
 
-def test_a_near_duplicate_sharing_no_word_of_the_label_is_not_one():
-    """LoCoMo's conversation path: two people, two venues named in one sentence embed alike."""
-    rows: list[NearRow] = [
-        {"idx": 0, "norm_key": "anna", "similarity": 0.96},
-        {"idx": 1, "norm_key": "jolene", "similarity": 0.95},
-        {"idx": 2, "norm_key": "jolene@u=u-1", "similarity": 0.95},
-        {"idx": 3, "norm_key": "of the", "similarity": 0.99},
-    ]
-    wanted = [candidate("jolene", "Jolene"), candidate("hey jolene", "Hey Jolene")]
-    wanted += [candidate("anna@u=u-1", "Anna"), candidate("of stage the", "The stage of")]
-    assert nearest_by_candidate(wanted, rows) == {1: "jolene"}  # not by the owner, not by connectors
-
-
-def test_a_near_duplicate_naming_other_identifiers_is_not_one():
-    rows: list[NearRow] = [
-        {"idx": 0, "norm_key": "e564697a pasted", "similarity": 0.97},
-        {"idx": 0, "norm_key": "03495a0d pasted", "similarity": 0.94},
-        {"idx": 1, "norm_key": "3 python 12 requirement", "similarity": 0.99},
-        {"idx": 2, "norm_key": "cluster staging", "similarity": 0.95},
-    ]
-    wanted = [candidate("03495a0d pasted copy", "Pasted copy 03495a0d"), candidate("3 python 11 requirement", "x")]
-    wanted.append(candidate("cluster staging the", "The staging cluster"))
-    assert nearest_by_candidate(wanted, rows) == {0: "03495a0d pasted", 2: "cluster staging"}
+@pytest.mark.parametrize(
+    ("candidate_keys", "rows", "expected"),
+    [
+        pytest.param(  # LoCoMo's conversation path: two people, two venues named in one sentence embed alike
+            ["jolene", "hey jolene", "anna@u=u-1", "of stage the"],
+            [(0, "anna", 0.96), (1, "jolene", 0.95), (2, "jolene@u=u-1", 0.95), (3, "of the", 0.99)],
+            {1: "jolene"},  # not by the owner, not by connectors
+            id="no-shared-word",
+        ),
+        pytest.param(
+            ["03495a0d pasted copy", "3 python 11 requirement", "cluster staging the"],
+            [
+                (0, "e564697a pasted", 0.97),
+                (0, "03495a0d pasted", 0.94),
+                (1, "3 python 12 requirement", 0.99),
+                (2, "cluster staging", 0.95),
+            ],
+            {0: "03495a0d pasted", 2: "cluster staging"},
+            id="other-identifiers",
+        ),
+    ],
+)
+def test_a_near_duplicate_whose_label_may_name_another_thing_is_not_one(candidate_keys, rows, expected):
+    near: list[NearRow] = [{"idx": i, "norm_key": key, "similarity": sim} for i, key, sim in rows]
+    wanted = [candidate(key, key.title()) for key in candidate_keys]
+    assert nearest_by_candidate(wanted, near) == expected
 
 
 def test_acronym_rows_are_tried_most_important_then_oldest_first():

@@ -35,6 +35,7 @@ class LookupRow(TypedDict):
     importance: int
     created_at: datetime | None
     ingest_seq: NotRequired[int | None]  # admission order: one transaction's memories share created_at
+    type: NotRequired[str | None]  # the memory's type (None on an exact-key row)
 
 
 class NearRow(TypedDict):
@@ -116,13 +117,25 @@ def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[N
     return {i: key for i, (_, key) in found.items()}
 
 
+# A rule is said once and kept as said: it never joins another memory by acronym or vector
+# ("Never log secrets" is not the entity "NLS"), only a restatement of its own key.
+NEVER_JOINED_BY_LIKENESS = frozenset({"rule"})
+
+
+def may_join_by_likeness(candidate: MemoryCandidate, other_type: str | None) -> bool:
+    """Whether a candidate may join another memory by acronym or near duplicate: not a rule, and
+    only a memory of its own type (an acronym names a thing of the same kind as its long form)."""
+    return candidate.type not in NEVER_JOINED_BY_LIKENESS and (other_type is None or other_type == candidate.type)
+
+
 def merge_targets(
     candidates: Sequence[MemoryCandidate], lookup_rows: Sequence[LookupRow], nearest: dict[int, str]
 ) -> MergePlan:
     """For each candidate without an exact key match: the existing memory it should join.
 
     An acronym pair wins over a near duplicate; the near duplicate (same type, cosine at or
-    above the threshold, ``nearest``) counts only for what is still unmatched.
+    above the threshold, ``nearest``) counts only for what is still unmatched. Neither joins a
+    rule to anything, nor an acronym pair of two types (``may_join_by_likeness``).
     """
     cand_initials = {i: label_initials(c.label) for i, c in enumerate(candidates)}
     cand_acronyms = {i: label_acronyms(c.label) for i, c in enumerate(candidates)}
@@ -135,6 +148,7 @@ def merge_targets(
         for row in pairs:
             if (
                 row["norm_key"] != candidates[i].norm_key
+                and may_join_by_likeness(candidates[i], row.get("type"))
                 and key_owner(row["norm_key"]) == key_owner(candidates[i].norm_key)
                 and (
                     (cand_initials[i] and cand_initials[i] in (row["acronyms"] or []))
@@ -144,7 +158,7 @@ def merge_targets(
                 targets[i], reasons[i] = row["norm_key"], "acronym"
                 break
     for i in open_idx:
-        if i not in targets and i in nearest:
+        if i not in targets and i in nearest and may_join_by_likeness(candidates[i], None):
             targets[i], reasons[i] = nearest[i], "near_duplicate"
     return MergePlan(candidates, targets, reasons)
 

@@ -326,3 +326,35 @@ def test_band_keys_computed_in_sql_are_the_ones_python_computes(configured):
                 {"bits": bits},
             ).fetchone()
             assert row["keys"] == keys
+
+
+def test_a_rule_written_by_hand_is_never_merged_into_an_acronym_entity(configured, tenant):
+    # #41: "Never log secrets" spells N-L-S; the tenant's entity "NLS" (native language support) is
+    # another thing, and a rule joined to it would decay as an entity and be forgotten.
+    from tests.helpers import call_api
+
+    status, nls = call_api(
+        "POST",
+        "/v1/memories",
+        tenant,
+        {
+            "label": "NLS",
+            "definition": "Native language support: translations of the user interface.",
+            "type": "entity",
+        },
+    )
+    assert status == 201 and nls["status"] == "admitted", nls
+    status, rule = call_api(
+        "POST",
+        "/v1/memories",
+        tenant,
+        {
+            "label": "Never log secrets",
+            "definition": "Never write secrets or tokens to a log.",
+            "type": "rule",
+            "importance": 9,
+        },
+    )
+    assert status == 201 and rule["status"] == "admitted", rule
+    labels = {m["label"]: m for m in active_memories(tenant)}
+    assert {"NLS", "Never log secrets"} <= set(labels)

@@ -48,6 +48,7 @@ def pair_row(
     acronyms: list[str] | None = None,
     importance: int = 3,
     created_at: datetime | None = None,
+    type: str = "fact",
 ) -> LookupRow:
     return {
         "exact": False,
@@ -56,6 +57,7 @@ def pair_row(
         "acronyms": acronyms or [],
         "importance": importance,
         "created_at": created_at,
+        "type": type,
     }
 
 
@@ -76,6 +78,25 @@ def test_the_expanded_label_joins_the_memory_named_by_its_acronym():
     cands = [candidate("group relative policy optimization", "Group Relative Policy Optimization")]
     plan = merge_targets(cands, [pair_row("grpo", acronyms=["grpo"])], {})
     assert plan.merge_into == {0: "grpo"} and plan.reasons == {0: "acronym"}
+
+
+def test_a_rule_never_joins_an_entity_named_by_its_initials():
+    # "Never log secrets" spells N-L-S: the entity "NLS" (native language support) is another thing
+    cands = [candidate("never log secrets", "Never log secrets", type="rule")]
+    plan = merge_targets(cands, [pair_row("nls", acronyms=["nls"], type="entity")], {})
+    assert plan.merge_into == {}
+
+
+def test_a_rule_never_joins_another_memory_by_acronym_or_vector():
+    cands = [candidate("never log secrets", "Never log secrets", type="rule")]
+    plan = merge_targets(cands, [pair_row("nls", acronyms=["nls"], type="rule")], {0: "log hygiene"})
+    assert plan.merge_into == {}
+
+
+def test_an_acronym_pair_of_two_types_stands_apart():
+    cands = [candidate("grpo", "GRPO", type="entity")]
+    plan = merge_targets(cands, [pair_row("group relative policy optimization", initials="grpo", type="skill")], {})
+    assert plan.merge_into == {}
 
 
 def test_an_acronym_never_merges_across_owners():

@@ -53,10 +53,11 @@ class MergeLookups:
                 f"""WITH {near_ctes},
                    lookups AS ({lookup_sql})
                    SELECT false AS near, l.exact, l.norm_key, l.initials, l.acronyms, l.importance, l.created_at,
-                          l.ingest_seq, NULL::int AS idx, NULL::float8 AS similarity
+                          l.ingest_seq, l.type, NULL::int AS idx, NULL::float8 AS similarity
                    FROM lookups l
                    UNION ALL
-                   SELECT true, NULL, n.norm_key, NULL, NULL, NULL, NULL, NULL, n.idx, n.similarity FROM near n""",
+                   SELECT true, NULL, n.norm_key, NULL, NULL, NULL, NULL, NULL, NULL, n.idx, n.similarity
+                   FROM near n""",
                 lookup_params | near_params,
             )
             hot = int(one(lock.fetchone())["hot_memories"])
@@ -73,13 +74,13 @@ class MergeLookups:
         through btree indexes in one query."""
         return (
             """SELECT true AS exact, norm_key, NULL::text AS initials, NULL::text[] AS acronyms, 0 AS importance,
-                      NULL::timestamptz AS created_at, NULL::int8 AS ingest_seq
+                      NULL::timestamptz AS created_at, NULL::int8 AS ingest_seq, NULL::text AS type
                FROM memories WHERE tenant_id = %(tenant)s AND state = 'active' AND norm_key = ANY(%(keys)b::text[])
                UNION ALL
-               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq FROM memories
+               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq, type FROM memories
                WHERE tenant_id = %(tenant)s AND state = 'active' AND initials = ANY(%(acronyms)b::text[])
                UNION ALL
-               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq FROM memories
+               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq, type FROM memories
                WHERE tenant_id = %(tenant)s AND state = 'active' AND cardinality(acronyms) > 0
                  AND acronyms[1] = ANY(%(initials)b::text[])""",
             {

@@ -47,6 +47,9 @@ def test_the_graph_pages_past_its_first_page_and_returns_each_edge_once(configur
     assert nodes == [n["id"] for n in whole["nodes"]]
     assert len(edges) == len(set(edges))
     assert sorted(edges) == sorted((e["src"], e["dst"], e["type"]) for e in whole["edges"])
+    # a related pair is one edge (#41: every pair came as A→B and B→A)
+    related = [frozenset((e["src"], e["dst"])) for e in whole["edges"] if e["type"] == "related"]
+    assert related and len(related) == len(set(related))
     assert {n["band"] for n in whole["nodes"]} == {"strong", "fading", "critical", "forgotten"}
 
 

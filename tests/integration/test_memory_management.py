@@ -314,7 +314,8 @@ def test_the_graph_around_a_memory_has_typed_weighted_edges(configured, tenant, 
         ("Feature flags", "Feature flags disable a risky change without a deploy.", "decision"),
         ("Rollback plan", "Rollback switches the router back quickly.", "decision"),
     ]
-    related = {"Canary release": ["Feature flags"], "Feature flags": ["Rollback plan"]}
+    # each of the first two names the other: the pair is stored both ways
+    related = {"Canary release": ["Feature flags"], "Feature flags": ["Canary release", "Rollback plan"]}
     kw = {"embedder_id": "local", "source_type": "text", "domain": "general", "counts": {}}
     store.admission.store_document_concepts(
         tenant, new_document(store, tenant), candidates(local_embedder, specs, related), **kw
@@ -325,6 +326,20 @@ def test_the_graph_around_a_memory_has_typed_weighted_edges(configured, tenant, 
     assert status == 200
     assert {n["label"] for n in graph["nodes"]} == {"Canary release", "Feature flags"}
     assert all(e["type"] == "related" and e["weight"] > 0 for e in graph["edges"]) and graph["edges"]
+    assert len(graph["edges"]) == 1  # a related pair is one edge, however it is stored (#41)
+    status, whole = call_api("GET", "/v1/graph", tenant)
+    assert status == 200
+    assert (
+        sorted(frozenset((e["src"], e["dst"])) for e in whole["edges"])
+        == sorted(
+            {
+                frozenset((ids["Canary release"], ids["Feature flags"])),
+                frozenset((ids["Feature flags"], ids["Rollback plan"])),
+            },
+            key=sorted,
+        )
+        and len(whole["edges"]) == 2
+    )
     status, graph = call_api("GET", f"/v1/memories/{ids['Canary release']}/graph", tenant, query={"hops": "2"})
     assert {n["label"]: n["hops"] for n in graph["nodes"]}["Rollback plan"] == 2
     assert {"band", "type", "importance", "community"} <= set(graph["nodes"][0])

@@ -12,6 +12,12 @@ from contextos.store.db import Conn, Database
 from contextos.store.scopes import scope_params, scope_predicate
 from contextos.store.sql import band_case, current_strength
 
+# A ``related`` pair is stored both ways (each end's walk finds the other); the graph sends it once,
+# from the smaller id. Every other type has a direction of its own.
+ONE_EDGE_PER_RELATED_PAIR = """NOT (r.type = 'related' AND r.src_id > r.dst_id AND EXISTS (
+        SELECT 1 FROM relationships b
+        WHERE b.tenant_id = r.tenant_id AND b.src_id = r.dst_id AND b.dst_id = r.src_id AND b.type = 'related'))"""
+
 
 class GraphReads:
     """The graph reads, on the management store (``db``, ``decay``)."""
@@ -91,7 +97,7 @@ class GraphReads:
                     FROM relationships r
                     JOIN ranked s ON s.id = r.src_id
                     JOIN ranked d ON d.id = r.dst_id
-                    WHERE r.tenant_id = %(tenant)s
+                    WHERE r.tenant_id = %(tenant)s AND {ONE_EDGE_PER_RELATED_PAIR}
                       AND GREATEST(s.rank, d.rank) >= %(offset)s AND GREATEST(s.rank, d.rank) < %(upto)s
                     ORDER BY r.weight DESC, r.src_id, r.dst_id""",
                 params,
@@ -126,7 +132,7 @@ class GraphReads:
                         FROM relationships r
                         JOIN ranked s ON s.id = r.src_id
                         JOIN ranked d ON d.id = r.dst_id
-                        WHERE r.tenant_id = %(tenant)s
+                        WHERE r.tenant_id = %(tenant)s AND {ONE_EDGE_PER_RELATED_PAIR}
                           AND GREATEST(s.rank, d.rank) >= %(offset)s AND GREATEST(s.rank, d.rank) < %(upto)s
                     )
                     SELECT (SELECT count(*) FROM ranked) > %(upto)s AS truncated, n.*, e.*
@@ -168,9 +174,10 @@ class GraphReads:
         return rows_of(
             GraphEdgeRow,
             conn.execute(
-                """SELECT src_id, dst_id, type, weight FROM relationships
-               WHERE tenant_id = %(tenant)s AND src_id = ANY(%(ids)s) AND dst_id = ANY(%(ids)s)
-               ORDER BY weight DESC, src_id, dst_id""",
+                f"""SELECT r.src_id, r.dst_id, r.type, r.weight FROM relationships r
+               WHERE r.tenant_id = %(tenant)s AND r.src_id = ANY(%(ids)s) AND r.dst_id = ANY(%(ids)s)
+                 AND {ONE_EDGE_PER_RELATED_PAIR}
+               ORDER BY r.weight DESC, r.src_id, r.dst_id""",
                 {"tenant": tenant_id, "ids": list(ids)},
             ).fetchall(),
         )

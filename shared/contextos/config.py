@@ -349,10 +349,10 @@ class ConversationSettings(BaseModel):
     # A message's ``occurred_at``: at most this far ahead of the server's clock (client skew), and
     # at most this far back (imported history; older turns would only ever be forgotten).
     occurred_at_skew_s: int = 300
-    episode_min_words: int = 3  # an uncited turn shorter than this (small talk) is not kept as evidence
-    # a concept stating more turns of one flush than this is a hub (a speaker, a running theme): its
-    # turns are kept by the flush's episode, since a hub's searchable text fills across sessions
-    episode_hub_turns: int = 4
+    turn_min_words: int = 3  # an uncited turn shorter than this (small talk) is not kept as a memory
+    # a concept stating more turns of one flush than this is a hub (a speaker, a running theme): it
+    # points at them but shows none as its excerpts, since a hub's text fills across sessions
+    hub_turns: int = 4
     occurred_at_max_age_days: int = 3650
     recent_turns: int = 6  # turns of the session that inform a context query's analysis
     recent_turn_chars: int = 2_000  # of each recent turn, for query analysis

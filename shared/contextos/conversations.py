@@ -5,6 +5,7 @@ extractor reads, and the rules that give each message its provenance within a cr
 ceiling.
 """
 
+import hashlib
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from contextos.errors import BadRequest, OccurredAtOutOfRange, ProvenanceAboveCe
 from contextos.instants import Instant
 from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Concept, Provenance
+from contextos.normalization import TURN_KEY_PREFIX
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
 SESSION_ID_PATTERN = _SESSION_ID.pattern  # the API's path parameter says the same
@@ -222,6 +224,8 @@ class TurnConcept(Concept):
     # When it was said (the last turn that states it): its decay and validity start there; None = now.
     # Set by the flush, never by an extractor: not part of an extractor's output.
     said_at: datetime | None = Field(default=None, exclude=True)
+    # A kept turn's merge key (``turn_key``), set by the flush; None = the key of its label.
+    key: str | None = Field(default=None, exclude=True)
 
 
 def said_at(concept: TurnConcept, turns: dict[int, Turn], fallback: datetime | None) -> datetime | None:
@@ -239,10 +243,30 @@ def turn_excerpt(turn: Turn) -> str:
     return f"[{when}{turn.role.value.replace('_', ' ')}] {' '.join(turn.content.split())}"
 
 
-def episode_label(session_id: str, first: int) -> str:
-    """The session's episode memory's label: one per flushed range, so episodes never merge."""
+def turn_label(session_id: str, seq: int) -> str:
+    """A kept turn's label: which turn of which session (four words whatever the id, as validation
+    wants; ``turn_key`` is what keeps two turns apart, not this)."""
     slug = "-".join(re.sub(r"[^0-9A-Za-z]+", " ", session_id).split())[:40].strip("-") or "session"
-    return f"Episode {slug} {first}"  # three words whatever the id: a label validation accepts
+    return f"Turn {seq} of {slug}"
+
+
+def turn_key(turn: Turn) -> str:
+    """A kept turn's merge key: who said what, never a label's words
+    (``contextos.normalization.is_turn_key``). The same words from the same role are one memory
+    (a note remembered twice, a message pasted again reinforce it, each occurrence with its own
+    session's header); any other turn is a memory of its own."""
+    said = f"{turn.role.value}\n{' '.join(turn.content.lower().split())}"
+    return f"{TURN_KEY_PREFIX}{hashlib.blake2b(said.encode(), digest_size=12).hexdigest()}"
+
+
+def session_header(session_id: str, turns: list[Turn], topics: list[str]) -> str:
+    """The context every turn of a flushed range carries as searchable text: its session, its day
+    and what it was about (the range's concepts), so a question naming the session's topic finds
+    the turn that answers it although the turn itself never says the topic's word."""
+    said = [t.said_at for t in turns if t.said_at is not None]
+    day = f" on {min(said):%Y-%m-%d}" if said else ""
+    about = f", about {', '.join(topics)}" if topics else ""
+    return f"Session {session_id}{day}{about}"
 
 
 def keep_every_turn(
@@ -250,59 +274,57 @@ def keep_every_turn(
     turns: list[Turn],
     *,
     session_id: str,
-    first: int,
-    max_concepts: int,
     acceptable: Callable[[TurnConcept], bool],
     min_words: int = 3,
     hub_turns: int = 4,
-) -> list[TurnConcept]:
-    """Every turn kept once, as evidence a query for its words can find: as an excerpt of the most
-    specific acceptable concept that states it (fewest turns; the more important on a tie), and the
-    turns no concept states as the excerpts of the range's episode memory (one more concept: when
-    the range already has ``max_concepts``, the least important gives way and its turns join the
-    episode). A concept stating more than ``hub_turns`` turns is a hub (a speaker's name, a theme
-    that runs through every session): it merges across every flush, so its searchable text would
-    fill and drop what came later; its turns go to the episode, which is this range's alone.
-    Whatever the extractor returned, with or without the turns each concept came from. A turn of
-    fewer than ``min_words`` words that no concept states ("Hi!", "Great, thanks.") is evidence of
-    nothing and makes no episode."""
-    turns = [t for t in turns if len(t.content.split()) >= min_words or t.seq in {s for c in concepts for s in c.turns}]
+    topics: int = 3,
+) -> tuple[list[TurnConcept], list[TurnConcept]]:
+    """What a flush keeps besides its concepts (S8): every turn of substance as its own memory,
+    and each concept pointing at the turns that state it.
+
+    Returns (concepts, turns). A concept shows a turn it states as an excerpt when it is the most
+    specific acceptable concept stating it (fewest turns; the more important on a tie) and is no
+    hub: a concept stating more than ``hub_turns`` turns (a speaker's name, a theme through every
+    session) merges across every flush, so its text would fill and drop what came later. Every
+    concept names its turns as ``related``. A turn of fewer than ``min_words`` words that no
+    concept states ("Hi!", "Great, thanks.") is evidence of nothing and is not kept. Each kept turn
+    is an ``event`` memory keyed by what was said (``turn_key``): its definition is the turn's own
+    words (``turn_excerpt``), its excerpt the session's header (``session_header``)."""
+    cited = {s for c in concepts for s in c.turns}
+    turns = [t for t in turns if len(t.content.split()) >= min_words or t.seq in cited]
     by_seq = {t.seq: t for t in turns}
-    kept = list(concepts)
-    while True:
-        claimed: dict[int, int] = {}  # turn seq → index of the concept that keeps it
-        keepers = [
-            (len(stated), i)
-            for i, concept in enumerate(kept)
-            if acceptable(concept) and 0 < len(stated := {s for s in concept.turns if s in by_seq}) <= hub_turns
-        ]
-        for _, i in sorted(keepers):
-            for seq in kept[i].turns:
-                if seq in by_seq:
-                    claimed.setdefault(seq, i)
-        left = [t for t in turns if t.seq not in claimed]
-        if not left or len(kept) < max_concepts or not kept:
-            break
-        kept = kept[:-1]
+    claimed: dict[int, int] = {}  # turn seq → index of the concept that shows it
+    keepers = [
+        (len(stated), i)
+        for i, concept in enumerate(concepts)
+        if acceptable(concept) and 0 < len(stated := {s for s in concept.turns if s in by_seq}) <= hub_turns
+    ]
+    for _, i in sorted(keepers):
+        for seq in concepts[i].turns:
+            if seq in by_seq:
+                claimed.setdefault(seq, i)
     out = []
-    for i, concept in enumerate(kept):
+    for i, concept in enumerate(concepts):
         mine = [turn_excerpt(by_seq[seq]) for seq in sorted(claimed) if claimed[seq] == i]
-        out.append(concept.model_copy(update={"excerpts": [*concept.excerpts, *mine]}) if mine else concept)
-    if left:
-        said = [t.said_at for t in left if t.said_at is not None]
-        span = f" on {min(said):%Y-%m-%d}" if said else ""
-        out.append(
-            TurnConcept(
-                label=episode_label(session_id, first),
-                definition=f"What was said in session {session_id}{span} beyond the other memories of it: "
-                + " ".join(" ".join(t.content.split()) for t in left)[:600],
-                type="event",
-                importance=3,
-                turns=[t.seq for t in left],
-                excerpts=[turn_excerpt(t) for t in left],
-            )
+        points_at = [turn_label(session_id, s) for s in sorted(set(concept.turns)) if s in by_seq]
+        related = [*concept.related, *(r for r in points_at if r not in concept.related)]
+        out.append(concept.model_copy(update={"excerpts": [*concept.excerpts, *mine], "related": related}))
+    named = [c.label for c in sorted(concepts, key=lambda c: -int(c.importance)) if acceptable(c)][:topics]
+    header = session_header(session_id, turns, named)
+    kept = [
+        TurnConcept(
+            label=turn_label(session_id, t.seq),
+            definition=turn_excerpt(t),
+            type="event",
+            importance=5,
+            turns=[t.seq],
+            excerpts=[header],
+            key=turn_key(t),
+            related=[turn_label(session_id, turns[i - 1].seq)] if i else [],
         )
-    return out
+        for i, t in enumerate(turns)
+    ]
+    return out, kept
 
 
 def check_occurred_at(occurred_at: datetime, skew_s: int, max_age_days: int, now: datetime | None = None) -> None:

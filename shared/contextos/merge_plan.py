@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 from uuid import UUID
 
 from contextos.models import MemoryCandidate, StoreResult
-from contextos.normalization import CONNECTORS, acronyms, initials
+from contextos.normalization import CONNECTORS, acronyms, initials, is_turn_key
 from contextos.scopes import key_owner
 
 # An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
@@ -110,7 +110,8 @@ def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[N
     (``may_name_the_same``): precision before recall, the others stand alone."""
     found: dict[int, tuple[float, str]] = {}
     for row in rows:
-        if not may_name_the_same(candidates[row["idx"]].norm_key, row["norm_key"]):
+        key = candidates[row["idx"]].norm_key
+        if is_turn_key(key) or is_turn_key(row["norm_key"]) or not may_name_the_same(key, row["norm_key"]):
             continue
         if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
             found[row["idx"]] = (row["similarity"], row["norm_key"])
@@ -122,10 +123,16 @@ def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[N
 NEVER_JOINED_BY_LIKENESS = frozenset({"rule"})
 
 
-def may_join_by_likeness(candidate: MemoryCandidate, other_type: str | None) -> bool:
+def may_join_by_likeness(candidate: MemoryCandidate, other_type: str | None, other_key: str | None = None) -> bool:
     """Whether a candidate may join another memory by acronym or near duplicate: not a rule, and
-    only a memory of its own type (an acronym names a thing of the same kind as its long form)."""
-    return candidate.type not in NEVER_JOINED_BY_LIKENESS and (other_type is None or other_type == candidate.type)
+    only a memory of its own type (an acronym names a thing of the same kind as its long form).
+    A kept turn (``is_turn_key``) is what was said, once: it joins nothing and nothing joins it."""
+    return (
+        candidate.type not in NEVER_JOINED_BY_LIKENESS
+        and not is_turn_key(candidate.norm_key)
+        and not (other_key is not None and is_turn_key(other_key))
+        and (other_type is None or other_type == candidate.type)
+    )
 
 
 def merge_targets(
@@ -148,7 +155,7 @@ def merge_targets(
         for row in pairs:
             if (
                 row["norm_key"] != candidates[i].norm_key
-                and may_join_by_likeness(candidates[i], row.get("type"))
+                and may_join_by_likeness(candidates[i], row.get("type"), row["norm_key"])
                 and key_owner(row["norm_key"]) == key_owner(candidates[i].norm_key)
                 and (
                     (cand_initials[i] and cand_initials[i] in (row["acronyms"] or []))
@@ -158,7 +165,7 @@ def merge_targets(
                 targets[i], reasons[i] = row["norm_key"], "acronym"
                 break
     for i in open_idx:
-        if i not in targets and i in nearest and may_join_by_likeness(candidates[i], None):
+        if i not in targets and i in nearest and may_join_by_likeness(candidates[i], None, nearest[i]):
             targets[i], reasons[i] = nearest[i], "near_duplicate"
     return MergePlan(candidates, targets, reasons)
 

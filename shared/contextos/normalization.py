@@ -32,6 +32,17 @@ def normalize_text(text: str) -> str:
     return "\n".join(out).strip()
 
 
+# A kept conversation turn's merge key starts so (``contextos.conversations.turn_key``); a label's
+# key never does, since normalization drops the colon.
+TURN_KEY_PREFIX = "turn:"
+
+
+def is_turn_key(key: str) -> bool:
+    """Whether a merge key is a kept turn's: what was said is kept as said, one memory per turn,
+    never joined to another memory nor judged against one."""
+    return key.startswith(TURN_KEY_PREFIX)
+
+
 def norm_key(label: str, generic_modifiers: Iterable[str] = ()) -> str:
     """Lowercase, punctuation out, generic modifiers out, plurals folded, words sorted and joined.
 

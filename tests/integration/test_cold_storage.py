@@ -346,7 +346,7 @@ def test_two_scans_at_once_archive_each_memory_once(seeded, s3, monkeypatch):
 
     def scan() -> None:
         barrier.wait()
-        reports.append(service.run())
+        reports.append(service.run(tenants=[seeded]))
 
     threads = [threading.Thread(target=scan) for _ in range(2)]
     for t in threads:
@@ -382,7 +382,7 @@ def test_a_fault_part_way_through_a_querys_reactivations_keeps_the_ones_done(see
 
 
 def test_a_reactivated_memory_shows_the_excerpts_it_was_archived_with(seeded, s3):
-    """An archived episode's turns live in its occurrences' excerpts: the query that wakes it sees
+    """An archived memory's turns live in its occurrences' excerpts: the query that wakes it sees
     the turn it asked about (L2), in a dry run as after a real reactivation."""
     from contextos.evidence import stem_key
 

@@ -113,18 +113,23 @@ def test_every_turn_of_a_flushed_session_is_reachable_by_a_query_for_its_words(
         assert status in (200, 201, 202)
     flush(tenant, "chat", sqs, local_aws, conversation_queue)
     _, view = call_api("GET", "/v1/sessions/chat", tenant)
-    assert 3 <= view["flushes"][0]["counts"]["memories_created"] <= 10
+    counts = view["flushes"][0]["counts"]
+    substantial = [c for _, c in CHAT_WITH_ASIDES if len(c.split()) >= 3]
+    assert counts["turns_kept"] == len(substantial) and 3 <= counts["memories_created"] - counts["turns_kept"] <= 10
     with container.database().tenant_tx(tenant) as conn:
-        items = conn.execute("SELECT memory_id, excerpts FROM memory_items WHERE session_id = 'chat'").fetchall()
-        held = conn.execute("SELECT candidate->>'label' AS label, reason FROM review_queue").fetchall()
-    for content in [c for _, c in CHAT_WITH_ASIDES if len(c.split()) >= 3]:
-        holders = [i["memory_id"] for i in items if any(e.endswith(content) for e in i["excerpts"])]
-        assert len(holders) == 1, (content, holders, held)  # kept, and kept once
+        turns = conn.execute("SELECT norm_key, definition FROM memories WHERE norm_key LIKE 'turn:%'").fetchall()
+    for content in substantial:  # each turn of substance its own memory, in its own words, once
+        assert len([t for t in turns if t["definition"].endswith(content)]) == 1, content
     for role, content in CHAT_WITH_ASIDES:
         if len(content.split()) < 3:  # small talk ("Great, thanks."): evidence of nothing, not kept
-            assert not any(e.endswith(content) for i in items for e in i["excerpts"])
+            assert not any(t["definition"].endswith(content) for t in turns)
             continue
         _, result = call_api("POST", "/v1/context", tenant, {"query": content, "dry_run": True})
         assert content in result["context"], (content, result["context"])
-        shown = [e for m in result["memories"] for e in m["excerpts"] if e.endswith(content)]
+        shown = [
+            text
+            for m in result["memories"]
+            for text in [m["definition"], *m["excerpts"]]
+            if text.endswith(content) and text.startswith("[")
+        ]
         assert shown and shown[0].split("] ", 1)[0].endswith(f", {role}")  # when, and who said it

@@ -74,7 +74,7 @@ def validate(
     for concept in concepts:
         reason = rejection_reason(concept, min_definition_chars=min_definition_chars)
         if reason is None:
-            key = key_of(concept.label)
+            key = getattr(concept, "key", None) or key_of(concept.label)  # a kept turn's own key
             if key in seen:
                 reason = "duplicate_label"
             else:

@@ -43,6 +43,14 @@ def unplaceholdered(concepts: Sequence[Concept]) -> list[Concept]:
     return out
 
 
+def embedded_text(concept: Concept, head: int) -> str:
+    """What a concept's vector is of: its label and the head of its definition. A kept turn's label
+    only says where it was said, so its vector is of its words alone (S8)."""
+    if getattr(concept, "key", None):
+        return concept.definition[:head]
+    return f"{concept.label}: {concept.definition[:head]}"
+
+
 def _source_ids(source: ConceptSource) -> tuple:
     """(document id, session id) of a source, one of them None."""
     if isinstance(source, DocumentSource):
@@ -154,9 +162,10 @@ class Admission:
         # The label and the head of the definition: what the concept is, not everything the source
         # said about it (that stays searchable as text), at a cost that does not grow with it.
         head = self.settings.extraction.embedded_definition_chars
-        vectors = self.embedder.embed([f"{c.label}: {c.definition[:head]}" for c in concepts])
+        vectors = self.embedder.embed([embedded_text(c, head) for c in concepts])
         suffix = owner.key_suffix() if owner else ""
-        keys = [norm_key(c.label, modifiers) + suffix for c in concepts]
+        # a kept turn's key is what was said (``turn_key``), not its label's words
+        keys = [(getattr(c, "key", None) or norm_key(c.label, modifiers)) + suffix for c in concepts]
         key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
         out = []
         for c, key, vector in zip(concepts, keys, vectors, strict=True):

@@ -9,8 +9,9 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
+from contextos.evidence import stems
 from contextos.models import NearMiss, ScoredMemory
-from contextos.normalization import estimate_tokens
+from contextos.normalization import estimate_tokens, is_turn_key
 from contextos.scoring import Candidate, Ranked
 
 Tier = Literal["L0", "L1", "L2"]  # S6.6: label, definition, definition and source excerpts
@@ -81,6 +82,51 @@ def token_budget(
     return memories, index, used
 
 
+# Two passages are the same text when their first characters are (an excerpt is read cut short).
+_SAME_TEXT_CHARS = 200
+
+
+def _passage(text: str) -> str:
+    return " ".join(text.split())[:_SAME_TEXT_CHARS]
+
+
+def shown_once(chosen: list[Ranked], excerpts: dict) -> tuple[list[Ranked], dict]:
+    """Each passage in the block once (S8): a kept turn is shown under the better-ranked memory
+    whose excerpt it is, or alone when it ranks first; an excerpt already shown above (a session's
+    header, a turn two concepts state) is not shown again. Returns the memories whose definition
+    was not shown already, and their excerpts without repeats."""
+    seen: set[str] = set()
+    kept: list[Ranked] = []
+    shown: dict = {}
+    for r in chosen:
+        own = _passage(r.candidate.payload["definition"])
+        if own in seen:
+            continue
+        kept.append(r)
+        seen.add(own)
+        mine = [e for e in excerpts.get(r.candidate.id, []) if _passage(e) not in seen]
+        seen.update(_passage(e) for e in mine)
+        if mine:
+            shown[r.candidate.id] = mine
+    return kept, shown
+
+
+# Words every session header holds (``contextos.conversations.session_header``): they name no session.
+_HEADER_WORDS = frozenset(stems("Session on about"))
+
+
+def said_in_a_session_about(wanted: set[str], row: dict) -> bool:
+    """Whether a kept turn's session is about the query: its header (the turn's excerpt: the
+    session, its day, its topics) holds a content word of the query (``wanted``, its stems). Such a
+    turn is never cut by the relevance floor (S6): "which city is the offsite in" is answered by
+    the turn "Lisbon, because most of the group can fly there" of the offsite session, although no
+    word of the question is in it."""
+    if not wanted or not is_turn_key(row.get("norm_key") or ""):
+        return False
+    held = set().union(*(stems(e) for e in row.get("excerpts") or []))
+    return bool((held - _HEADER_WORDS) & wanted)
+
+
 def updates_of(candidates: list[Candidate]) -> list[tuple[UUID, UUID]]:
     """(newer, older) for every candidate the contradiction gate linked to a newer statement that
     reports a change to it (its ``updated_by``, migration 0022)."""
@@ -119,7 +165,7 @@ def sources_of(ranked: list[Ranked]) -> dict[UUID, list[str]]:
 def archived_evidence(archive: dict, excerpt_chars: int) -> dict:
     """What a cold memory brought back shows, as a hot one would: its definition, and as L2
     excerpts its occurrences' other definitions and source excerpts (with their stems), so the
-    turns an archived episode kept still answer the query that woke it."""
+    turns an archived concept kept still answer the query that woke it."""
     definition = (archive.get("memory") or {}).get("definition", "")
     excerpts: list[str] = []
     excerpt_stems: list[str | None] = []

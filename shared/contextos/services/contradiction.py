@@ -17,6 +17,7 @@ from contextos.judge import Judge
 from contextos.judge.local import reports_a_change, reports_an_update, reports_an_update_of_lexemes
 from contextos.judgements import GateOutcome, Judgement, JudgementCache, JudgePair, Verdict
 from contextos.models import MemoryCandidate
+from contextos.normalization import is_turn_key
 from contextos.ports.gate import GateReads
 
 
@@ -118,7 +119,7 @@ class ContradictionGate:
                 claimed.add(memory_id)
                 outcome.updates.setdefault(idx, []).append(memory_id)
         # Only a candidate that reports a change can update anything: the cold probe asks for those.
-        cued = [i for i, c in enumerate(candidates) if reports_a_change(c.definition)]
+        cued = [i for i, c in enumerate(candidates) if not is_turn_key(c.norm_key) and reports_a_change(c.definition)]
         if not reads.probes_cold or not cued:
             return
         for row in reads.cold_sharing_words([candidates[i] for i in cued], self.settings):

@@ -29,7 +29,6 @@ from contextos.conversations import (
     TurnConcept,
     check_occurred_at,
     check_session_id,
-    episode_label,
     keep_every_turn,
     message_provenance,
     said_at,
@@ -265,27 +264,20 @@ class ConversationService:
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
         min_chars = self.settings.extraction.min_definition_chars
         clamped = self._clamp(concepts)
-        chosen = keep_every_turn(
+        pointing, kept = keep_every_turn(
             clamped,
             spoken,
             session_id=session_id,
-            first=first,
-            max_concepts=cfg.max_concepts,
             acceptable=lambda c: rejection_reason(c, min_definition_chars=min_chars) is None,
-            min_words=cfg.episode_min_words,
-            hub_turns=cfg.episode_hub_turns,
+            min_words=cfg.turn_min_words,
+            hub_turns=cfg.hub_turns,
         )
         by_seq = {t.seq: t for t in spoken}
         fallback = min((t.provenance for t in spoken), key=BASE_TRUST.__getitem__, default=Provenance.agent_turn)
         flushed_at = max((t.said_at for t in spoken if t.said_at is not None), default=None)
-        episode = episode_label(session_id, first)
+        chosen = [*pointing, *kept]
         for concept in chosen:
-            # the episode holds several speakers' turns: it is vouched for as its least trusted one
-            concept.provenance = (
-                min((by_seq[s].provenance for s in concept.turns), key=BASE_TRUST.__getitem__, default=fallback)
-                if concept.label == episode
-                else speaker_provenance(concept, by_seq, fallback)
-            )
+            concept.provenance = speaker_provenance(concept, by_seq, fallback)  # a kept turn: its speaker's
             concept.said_at = said_at(concept, by_seq, flushed_at)
         source = SessionSource(
             session_id=session_id,
@@ -299,7 +291,7 @@ class ConversationService:
                 "extracted": len(extracted),
                 "deduplicated": deduplicated,
                 "clamped": len(concepts) - len(clamped),
-                "episode_turns": sum(len(c.turns) for c in chosen if c.label == episode),
+                "turns_kept": len(kept),
                 "by_provenance": _count_by(c.provenance.value for c in chosen if c.provenance),
             },
         )

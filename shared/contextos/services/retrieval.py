@@ -37,7 +37,9 @@ from contextos.services.context_block import (
     forgetting_budget,
     near_miss,
     near_misses,
+    said_in_a_session_about,
     scored,
+    shown_once,
     sources_of,
     token_budget,
     updates_of,
@@ -100,7 +102,7 @@ class RetrievalService:
         candidates = [c for c in hot if c.id not in pinned_ids]
         pairs = self._same_subject(tenant_id, candidates, recipe)
         ranked = rank(candidates, cfg, recipe, intent, pairs, updates=updates_of(candidates))
-        ranked = self._relevance_floor(ranked, request.min_relevance, missed)
+        ranked = self._relevance_floor(ranked, request.min_relevance, missed, stems(request.query))
         pinned_ranked = rank(pinned, cfg, recipe, intent)
         sources = sources_of(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(
@@ -110,7 +112,7 @@ class RetrievalService:
         if self.cold is not None and request.as_of is not None:  # a look into the past lists close ones only
             reactivated = self.cold.reactivate(tenant_id, query_vector, dry_run=True)
         budget = request.token_budget or cfg.token_budget
-        excerpts = self._evidence(request.query, chosen)
+        chosen, excerpts = shown_once(chosen, self._evidence(request.query, chosen))
         memories, index, tokens = token_budget(chosen, sources, excerpts, budget, left_out=missed)
         if request.include_history:
             memories = self._with_history(tenant_id, memories)
@@ -161,15 +163,24 @@ class RetrievalService:
         return not always_load and memory_type not in self.settings.retrieval.floor_exempt_types
 
     def _relevance_floor(
-        self, ranked: list[Ranked], min_relevance: float | None, left_out: list[NearMiss] | None
+        self,
+        ranked: list[Ranked],
+        min_relevance: float | None,
+        left_out: list[NearMiss] | None,
+        wanted: set[str] = frozenset(),
     ) -> list[Ranked]:
         """The ranked candidates whose calibrated relevance clears the floor (the request's
-        ``min_relevance``, else the configured one), order kept; at 0 nothing is cut."""
+        ``min_relevance``, else the configured one), order kept; at 0 nothing is cut. A kept turn
+        of a session about the query's words (``wanted``, its stems) is never cut."""
         floor = self.settings.retrieval.relevance_floor if min_relevance is None else min_relevance
         kept = []
         for r in ranked:
             row = r.candidate.payload
-            if r.score.calibrated >= floor or not self._floored(row["type"], bool(row.get("always_load"))):
+            if (
+                r.score.calibrated >= floor
+                or not self._floored(row["type"], bool(row.get("always_load")))
+                or said_in_a_session_about(wanted, row)
+            ):
                 kept.append(r)
             elif left_out is not None:
                 left_out.append(near_miss(r, "relevance_floor"))

@@ -27,6 +27,7 @@ from contextos.merge_plan import (
     store_result,
 )
 from contextos.models import MemoryCandidate, Provenance, StoreResult
+from contextos.normalization import is_turn_key
 from contextos.ports.admission import (
     Admitted,
     DocumentAdmission,
@@ -379,7 +380,15 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
     ) -> None:
         """The subject terms of new live memories, where the engine keeps them (the gate's index)."""
         if self.db.dialect.keeps_subject_terms():
-            insert_subject_terms(writes, tenant_id, [r["id"] for r in fresh], [r["norm_key"] for r in fresh], band_keys)
+            # a kept turn is never judged (S8), so it needs no subject terms
+            judged = [(r, b) for r, b in zip(fresh, band_keys, strict=True) if not is_turn_key(r["norm_key"])]
+            insert_subject_terms(
+                writes,
+                tenant_id,
+                [r["id"] for r, _ in judged],
+                [r["norm_key"] for r, _ in judged],
+                [b for _, b in judged],
+            )
 
     @staticmethod
     def _count_hot(writes: Writes, tenant_id: str, created: int) -> None:

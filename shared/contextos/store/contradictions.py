@@ -19,6 +19,7 @@ from contextos.config import GovernanceSettings
 from contextos.judgements import GateOutcome
 from contextos.lsh import max_hamming, sketch
 from contextos.models import MemoryCandidate
+from contextos.normalization import TURN_KEY_PREFIX, is_turn_key
 from contextos.scopes import key_owner
 from contextos.store.audit import write_audit
 from contextos.store.bands import band_sketch
@@ -54,6 +55,10 @@ class TransactionGateReads:
         self, candidates: Sequence[MemoryCandidate], settings: GovernanceSettings
     ) -> list[dict[str, Any]]:
         return cold_sharing_words(self.conn, self.tenant_id, candidates, settings)
+
+
+# A kept turn's key (``contextos.normalization.is_turn_key``): never a neighbour the gate judges.
+NOT_A_TURN = "{0}.norm_key NOT LIKE '" + TURN_KEY_PREFIX + "%%'"
 
 
 def same_owner(alias: str) -> str:
@@ -121,6 +126,22 @@ def neighbours(
     large one is probed by subject in one statement for the batch (``_nearest_by_subject``)."""
     cfg = settings
     k = cfg.contradiction_top_k
+    # A kept turn is what was said: it supersedes nothing and nothing supersedes it (S8).
+    judged = [i for i, c in enumerate(candidates) if not is_turn_key(c.norm_key)]
+    if not judged:
+        return []
+    if len(judged) < len(candidates):
+        rows = neighbours(
+            conn,
+            tenant_id,
+            [candidates[i] for i in judged],
+            [final_keys[i] for i in judged],
+            hot_memories,
+            dialect,
+            settings,
+            [floors[i] for i in judged] if floors is not None else None,
+        )
+        return [r | {"idx": judged[r["idx"]]} for r in rows]
     params = {
         "tenant": tenant_id,
         "idx": list(range(len(candidates))),
@@ -248,7 +269,7 @@ def _nearest(conn: Conn, params: dict[str, Any], *, exact: bool) -> list[dict[st
     order = "(v.embedding <=> p.embedding) + 0.0" if exact else "v.embedding <=> p.embedding"
     nearest = f"""SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
                   JOIN memories o ON o.tenant_id = v.tenant_id AND o.id = v.memory_id
-                  WHERE v.tenant_id = %(tenant)s AND v.searchable AND {same_owner("o")}
+                  WHERE v.tenant_id = %(tenant)s AND v.searchable AND {same_owner("o")} AND {NOT_A_TURN.format("o")}
                   ORDER BY {order} LIMIT %(k)s"""
     return conn.execute(
         f"""WITH probe AS (
@@ -295,7 +316,7 @@ def cold_sharing_words(
                       1.0 - (v.embedding <=> p.embedding) AS similarity
                FROM (SELECT c.id FROM memories c
                      WHERE c.tenant_id = %(tenant)s AND c.tier = 'cold' AND c.superseded_by IS NULL
-                       AND c.stub_tsv @@ p.pairs AND {same_owner("c")}
+                       AND c.stub_tsv @@ p.pairs AND {same_owner("c")} AND {NOT_A_TURN.format("c")}
                      LIMIT %(rows)s) s
                JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.id
                JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.id

@@ -34,7 +34,7 @@ def corroborations(alias: str, as_of: str | None = None) -> str:
 
 ROW_COLUMNS = (
     "m.id, m.label, m.definition, m.type, m.importance, m.access_count, m.always_load, m.last_accessed_at,"
-    " m.provenance, m.base_trust, m.updated_by, m.valid_from"
+    " m.provenance, m.base_trust, m.updated_by, m.valid_from, m.norm_key"
 )
 
 

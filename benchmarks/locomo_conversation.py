@@ -12,7 +12,8 @@ block, inside one of the first k memories (shown as an excerpt or in a definitio
 merely cites the whole session counts for nothing. Also: the session-level hit rate (some
 evidence session among the first 5 distinct sessions whose turns the block shows, in order),
 ``evidence_reachable_rate`` (evidence turns whose text some stored memory holds at all),
-``concepts_per_flush`` and ``tokens_mean``.
+``concepts_per_flush``, ``tokens_mean``, the read path's wall time per question (``context_ms``
+p50/p95; run this script over another revision's package for an A/B) and ``cost_per_turn``.
 
 The entry is merged into ``benchmarks/reports/locomo.json`` as ``contextos_conversation_path``
 (the rest of that report is left as ``benchmarks/locomo.py`` last wrote it; its per-turn figures
@@ -70,6 +71,10 @@ class ListQueue:
         return str(len(self.jobs))
 
 
+# the tables a flushed conversation writes rows to (their row bytes, indexes and archives not counted)
+_STORED = ("messages", "memories", "memory_items", "memory_vectors", "memory_vector_bands", "relationships")
+
+
 def _words(text: str) -> str:
     return " ".join(text.split())
 
@@ -99,6 +104,7 @@ def main() -> None:
     )
     rows: list[dict] = []
     tokens: list[int] = []
+    context_ms: list[float] = []  # each question's read path, wall time
     shown_count: list[int] = []  # memories per answer shown with their text (L1/L2)
     concepts_per_flush: list[int] = []
     reachable: list[bool] = []
@@ -122,11 +128,14 @@ def main() -> None:
         )
         _, scan, retrieval = locomo.scanned_read_path(db, settings, embedder)
         ingest_s = 0.0
+        ingest_cpu_s = 0.0
+        stored_bytes = 0
+        turns_posted = 0
         for conv in conversations:
             tenant = f"locomo-conv-{conv.sample_id}"
             now = datetime.now(UTC)
             shift = now - conv.turns[-1].when.replace(tzinfo=UTC)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             by_session: dict[int, list] = defaultdict(list)
             for turn in conv.turns:
                 by_session[turn.session].append(turn)
@@ -144,7 +153,14 @@ def main() -> None:
                     service.process(FlushJob.model_validate(queue.jobs.pop(0)))
             scan.scan_tenant(tenant, LifecycleReport())
             ingest_s += time.perf_counter() - t0
+            ingest_cpu_s += time.process_time() - c0
+            turns_posted += len(conv.turns)
             with db.tenant_tx(tenant) as conn:
+                sizes = [
+                    f"(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {t} t WHERE t.tenant_id = %(t)s)"
+                    for t in _STORED
+                ]
+                stored_bytes += conn.execute(f"SELECT {' + '.join(sizes)} AS n", {"t": tenant}).fetchone()["n"]
                 flushes = conn.execute("SELECT status, counts FROM conversation_flushes").fetchall()
                 held = conn.execute(
                     "SELECT string_agg(coalesce(definition, '') || ' ' || coalesce(source_text, ''), ' ') AS t"
@@ -167,7 +183,9 @@ def main() -> None:
             in_items += [content[d] in items for d in evidence_turns]
             in_review += [content[d] in (pending or "") for d in evidence_turns]
             for q in conv.questions:
+                asked = time.perf_counter()
                 result = retrieval.context(tenant, ContextRequest(query=q.question, dry_run=True))
+                context_ms.append(1000 * (time.perf_counter() - asked))
                 tokens.append(result.tokens_used)
                 shown_count.append(sum(m.tier_used != "L0" for m in result.memories))
                 shown = [
@@ -205,6 +223,10 @@ def main() -> None:
             f"{c}-{name}": block([r for r in rows if r["category"] == c]) for c, name in locomo.CATEGORIES.items()
         },
         "tokens_mean": round(statistics.mean(tokens), 1),
+        "context_ms": {
+            "p50": round(statistics.median(context_ms), 1),
+            "p95": round(statistics.quantiles(context_ms, n=20)[-1], 1),
+        },
         "abstained": sum(r["abstained"] for r in rows),
         "memories_with_text_mean": round(statistics.mean(shown_count), 2),
         "evidence_reachable_rate": round(statistics.mean(reachable), 3),
@@ -219,6 +241,14 @@ def main() -> None:
             "flushes": len(concepts_per_flush),
         },
         "ingest_s": round(ingest_s, 1),
+        # what a turn costs to keep: this process's CPU (extraction, embedding, admission; the
+        # database's own CPU is not in it) and the bytes of the tenant's rows, per turn posted
+        "cost_per_turn": {
+            "turns": turns_posted,
+            "process_cpu_ms": round(1000 * ingest_cpu_s / max(turns_posted, 1), 2),
+            "stored_bytes": round(stored_bytes / max(turns_posted, 1)),
+            "stored_in": list(_STORED),
+        },
         "cpu_s": round(time.process_time() - cpu0, 1),
         "total_s": round(time.perf_counter() - started, 1),
         "load_avg": [round(v, 2) for v in os.getloadavg()],

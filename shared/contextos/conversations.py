@@ -309,7 +309,12 @@ def keep_every_turn(
         points_at = [turn_label(session_id, s) for s in sorted(set(concept.turns)) if s in by_seq]
         related = [*concept.related, *(r for r in points_at if r not in concept.related)]
         out.append(concept.model_copy(update={"excerpts": [*concept.excerpts, *mine], "related": related}))
-    named = [c.label for c in sorted(concepts, key=lambda c: -int(c.importance)) if acceptable(c)][:topics]
+    # the session's topics: its most important specific concepts (a hub names every session)
+    specific = {
+        i for i, c in enumerate(concepts) if acceptable(c) and len({s for s in c.turns if s in by_seq}) <= hub_turns
+    }
+    by_importance = sorted(enumerate(concepts), key=lambda ic: -int(ic[1].importance))
+    named = [c.label for i, c in by_importance if i in specific][:topics]
     header = session_header(session_id, turns, named)
     kept = [
         TurnConcept(

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from contextos import container
@@ -32,6 +33,9 @@ DOCUMENT = (
     "The circuit breaker protects the payment service from cascading failures.\n\n"
     "## Retries\n\nThe idempotency key makes a retried charge safe. Each idempotency key is kept for 24 hours.\n"
 )
+# One time for every run's turns: a kept turn shows when it was said, so the reference and a
+# rerun must say the same.
+SAID_AT = (datetime.now(UTC) - timedelta(hours=1)).replace(second=0, microsecond=0).isoformat()
 TURNS = [
     ("user", "Our staging cluster runs on Kubernetes in eu-west-1. Deploys go out every Tuesday."),
     ("assistant", "Noted: the staging cluster is Kubernetes in eu-west-1, with Tuesday deploys."),
@@ -177,7 +181,8 @@ def test_a_worker_killed_during_a_scoped_ingestion_leaves_no_memory_unscoped(
 # -- conversation flush ------------------------------------------------------------------------------
 def end_conversation(tenant: str, session: str) -> None:
     for role, content in TURNS:
-        status, _ = call_api("POST", f"/v1/sessions/{session}/messages", tenant, {"role": role, "content": content})
+        body = {"role": role, "content": content, "occurred_at": SAID_AT}
+        status, _ = call_api("POST", f"/v1/sessions/{session}/messages", tenant, body)
         assert status == 201
     status, view = call_api("POST", f"/v1/sessions/{session}/end", tenant)
     assert status == 200 and [f["status"] for f in view["flushes"]] == ["queued"]

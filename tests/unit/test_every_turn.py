@@ -122,26 +122,30 @@ def test_the_most_specific_concept_shows_a_turn_it_shares():
     assert concepts[0].excerpts == [turn_excerpt(t) for t in TURNS[1:3]]
 
 
-def _ranked(definition: str) -> Ranked:
+def _ranked(definition: str, norm_key: str) -> Ranked:
     score = Score(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, [], "default", 0)
-    return Ranked(
-        Candidate(id=uuid4(), strength=1, hours_since_access=0, importance=5, payload={"definition": definition}), score
-    )
+    payload = {"definition": definition, "norm_key": norm_key}
+    return Ranked(Candidate(id=uuid4(), strength=1, hours_since_access=0, importance=5, payload=payload), score)
 
 
 def test_the_block_shows_each_passage_once():
-    said = "[2023-05-08, user] The offsite is in Lisbon, near the river."
-    header = "Session s1 on 2023-05-08, about Offsite, Budget"
-    concept, turn, other_turn = _ranked("The team offsite."), _ranked(said), _ranked("[2023-05-08, user] Budget is 5k.")
-    excerpts = {concept.candidate.id: [said, header], turn.candidate.id: [header], other_turn.candidate.id: [header]}
+    said = turn_excerpt(TURNS[0])
+    header = "Session s1 on 2023-05-08, about Pixel"
+    concept = _ranked("The user's grey cat.", "pixel")
+    turn, other_turn = _ranked(said, turn_key(TURNS[0])), _ranked(turn_excerpt(TURNS[2]), turn_key(TURNS[2]))
+    excerpts = {concept.candidate.id: [said], turn.candidate.id: [header], other_turn.candidate.id: [header]}
     kept, shown = shown_once([concept, turn, other_turn], excerpts)
-    # the turn is shown under the concept that owns it, not again on its own; the header once
+    # the turn is shown under the concept that states it, not again on its own; a turn never
+    # shows its session's header (its own text says when and who)
     assert [r.candidate.id for r in kept] == [concept.candidate.id, other_turn.candidate.id]
-    assert shown == {concept.candidate.id: [said, header]}
-    # a turn ranked first is shown alone, and the concept below it shows only what is new
+    assert shown == {concept.candidate.id: [said]}
+    # a turn ranked first is shown alone, and the concept below it does not repeat it
     kept, shown = shown_once([turn, concept], excerpts)
-    assert [r.candidate.id for r in kept] == [turn.candidate.id, concept.candidate.id]
-    assert shown == {turn.candidate.id: [header]}
+    assert [r.candidate.id for r in kept] == [turn.candidate.id, concept.candidate.id] and shown == {}
+    # a concept is never left out for what another showed: only a kept turn is
+    twin = _ranked(said, "grey cat")
+    kept, _ = shown_once([turn, twin], excerpts)
+    assert [r.candidate.id for r in kept] == [turn.candidate.id, twin.candidate.id]
 
 
 def test_a_turn_of_a_session_about_the_query_is_never_cut_by_the_floor():

@@ -92,19 +92,22 @@ def _passage(text: str) -> str:
 
 def shown_once(chosen: list[Ranked], excerpts: dict) -> tuple[list[Ranked], dict]:
     """Each passage in the block once (S8): a kept turn is shown under the better-ranked memory
-    whose excerpt it is, or alone when it ranks first; an excerpt already shown above (a session's
-    header, a turn two concepts state) is not shown again. Returns the memories whose definition
-    was not shown already, and their excerpts without repeats."""
+    whose excerpt it is, or alone when it ranks first, and without its session's header (its own
+    text says when and who; the header is there to be searched); an excerpt already shown above
+    (a turn two concepts state) is not shown again. Returns the memories to show (a kept turn
+    shown already left out) and their excerpts without repeats."""
     seen: set[str] = set()
     kept: list[Ranked] = []
     shown: dict = {}
     for r in chosen:
         own = _passage(r.candidate.payload["definition"])
-        if own in seen:
+        turn = is_turn_key(r.candidate.payload.get("norm_key") or "")
+        if turn and own in seen:  # shown already, under a memory that states it
             continue
         kept.append(r)
         seen.add(own)
-        mine = [e for e in excerpts.get(r.candidate.id, []) if _passage(e) not in seen]
+        # a kept turn's excerpts are its sessions' headers: searchable context, not what was said
+        mine = [] if turn else [e for e in excerpts.get(r.candidate.id, []) if _passage(e) not in seen]
         seen.update(_passage(e) for e in mine)
         if mine:
             shown[r.candidate.id] = mine

@@ -206,7 +206,8 @@ class ColdStore:
                        WHERE v.tenant_id = %(tenant)s AND v.cold AND {near_scope}
                        ORDER BY v.embedding <=> %(q)s LIMIT %(limit)s
                    )
-                   SELECT m.id, m.label, m.type, m.importance, m.access_count, m.last_accessed_at, m.base_trust,
+                   SELECT m.id, m.label, m.norm_key, m.type, m.importance, m.access_count, m.last_accessed_at,
+                          m.base_trust,
                           m.cold_object_key, m.cold_byte_start, m.cold_byte_end, m.updated_by,
                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS similarity
                    FROM memories m

@@ -10,7 +10,9 @@ the rounds) and their ratio head/base, and writes ``benchmarks/reports/ab_<name>
 Run: ``.venv/bin/python -m benchmarks.ab ingest --base main --head HEAD --rounds 2 -- --existing 20000``
 (the arguments after ``--`` go to the benchmark). ``--report NAME`` when the benchmark's report is
 named otherwise than the script; ``--dump=FLAG`` to pass each run a file of its own under that flag
-(LoCoMo's ``--dump`` rankings), kept beside the reports for comparison. An exported tree has no
+(LoCoMo's ``--dump`` rankings), kept beside the reports for comparison; ``--script-from-head`` runs
+the head's benchmark script over both revisions' packages (for a figure the base's script did not
+report yet). An exported tree has no
 dataset folder beside it: LoCoMo benchmarks need ``CONTEXTOS_LOCOMO_DATA`` set to the file.
 """
 
@@ -43,9 +45,19 @@ def export(rev: str, cache: Path) -> Path:
     return target
 
 
-def run_once(tree: Path, name: str, report: str, args: list[str], dump: Path | None, dump_flag: str | None) -> dict:
+def run_once(
+    tree: Path,
+    name: str,
+    report: str,
+    args: list[str],
+    dump: Path | None,
+    dump_flag: str | None,
+    package: Path | None = None,
+) -> dict:
+    """One run of ``tree``'s benchmark over ``package`` (default: the tree's own ``shared``)."""
     # GIT_DIR: an exported tree has no history of its own; a benchmark reads past definitions from ours
-    env = os.environ | {"PYTHONPATH": f"{tree / 'shared'}{os.pathsep}{tree}", "GIT_DIR": str(ROOT / ".git")}
+    shared = package or tree / "shared"
+    env = os.environ | {"PYTHONPATH": f"{shared}{os.pathsep}{tree}", "GIT_DIR": str(ROOT / ".git")}
     extra = [dump_flag, str(dump)] if dump is not None and dump_flag else []
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -83,6 +95,11 @@ def main() -> None:
     parser.add_argument("--dump", default=None, help="a flag of the benchmark taking a file to dump into")
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/ab"))
     parser.add_argument("--out", default=None, help="the A/B report's name (default: ab_<report>)")
+    parser.add_argument(
+        "--script-from-head",
+        action="store_true",
+        help="run the head's benchmark over both packages (a figure the base's script does not report)",
+    )
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:split])
@@ -94,7 +111,9 @@ def main() -> None:
         for side in ("base", "head") if n % 2 == 0 else ("head", "base"):
             dump = a.cache / f"{report}_{side}_{n}.dump" if a.dump else None
             print(f"round {n}: {side} ({trees[side].name[:10]})", flush=True)
-            runs[side].append(run_once(trees[side], a.name, report, args, dump, a.dump) | {"dump": str(dump or "")})
+            tree, package = (trees["head"], trees[side] / "shared") if a.script_from_head else (trees[side], None)
+            run = run_once(tree, a.name, report, args, dump, a.dump, package)
+            runs[side].append(run | {"dump": str(dump or "")})
     medians = {side: _medians([numbers(r["figures"]) for r in rs]) for side, rs in runs.items()}
     figures = {
         key: {
@@ -117,7 +136,9 @@ def main() -> None:
         "detail": figures,
     }
     notes = [
-        f"`python -m benchmarks.ab {a.name} --base {a.base} --head {a.head} --rounds {a.rounds} -- {' '.join(args)}`",
+        f"`python -m benchmarks.ab {a.name} --base {a.base} --head {a.head} --rounds {a.rounds}"
+        + (" --script-from-head" if a.script_from_head else "")
+        + f" -- {' '.join(args)}`",
         "Both revisions on this machine, back to back, the first side alternating by round; medians over rounds.",
         "Load averages (1, 5, 15 min) before and after each run are in the JSON's runs.",
     ]

@@ -9,6 +9,7 @@ from contextos.evidence import stems
 from contextos.extraction.validation import rejection_reason, validate
 from contextos.normalization import is_turn_key, norm_key
 from contextos.scoring import Candidate, Ranked, Score
+from contextos.services.admission import embedded_text
 from contextos.services.context_block import said_in_a_session_about, shown_once
 
 WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -157,3 +158,10 @@ def test_a_turn_of_a_session_about_the_query_is_never_cut_by_the_floor():
     assert not said_in_a_session_about(stems("what did we say in the session about it"), turn)
     assert not said_in_a_session_about(stems("Which city is the offsite in?"), turn | {"norm_key": "offsite"})
     assert not said_in_a_session_about(stems("What is the capital of Peru?"), turn)
+
+
+def test_a_kept_turn_is_embedded_as_its_words_alone():
+    _, (turn, *_) = keep_every_turn([], TURNS, session_id="s", acceptable=acceptable)
+    assert embedded_text(turn, 500) == "I adopted a grey cat called Pixel last week."
+    named = concept("Pixel", [1])
+    assert embedded_text(named, 500) == f"Pixel: {named.definition}"  # a concept: its label and definition

@@ -44,10 +44,11 @@ def unplaceholdered(concepts: Sequence[Concept]) -> list[Concept]:
 
 
 def embedded_text(concept: Concept, head: int) -> str:
-    """What a concept's vector is of: its label and the head of its definition. A kept turn's label
-    only says where it was said, so its vector is of its words alone (S8)."""
+    """What a concept's vector is of: its label and the head of its definition. A kept turn's
+    vector is of its words alone (S8): its label says only where it was said, and its ``[time,
+    speaker]`` prefix (``conversations.turn_excerpt``) is no part of what was meant."""
     if getattr(concept, "key", None):
-        return concept.definition[:head]
+        return concept.definition.split("] ", 1)[-1][:head]
     return f"{concept.label}: {concept.definition[:head]}"
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextos.models import ContextRequest, ContextResult
+from contextos.models import ContextRequest, ContextResult, LifecycleReport
 from contextos.services.contradiction import ContradictionGate
 from contextos.services.retrieval import RetrievalService
 from contextos.settings import Settings
@@ -50,7 +50,7 @@ from contextos.store.embedded import embedded_database_url
 from contextos.store.migrate import migrate
 from contextos.store.stores import Stores
 
-from benchmarks import doc_qa, locomo
+from benchmarks import doc_qa, locomo, locomo_conversation
 from benchmarks.report import write_report
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -66,6 +66,41 @@ def _calibration(position: int) -> bool:
 
 def _besides_always_load(result: ContextResult) -> int:
     return sum(1 for m in result.memories if not m.always_load)
+
+
+def rate(values: list) -> float:
+    return round(float(np.mean(values)), 3) if values else 0.0
+
+
+def ask_the_conversation_path(db, settings: Settings, embedder, conversations, unrelated, unrelated_vectors) -> dict:
+    """The held-out split asked of tenants the user's path built: each conversation posted through
+    the conversation service on its shifted real timeline (``benchmarks/locomo_conversation``),
+    flushed, then the lifecycle scan; the read path as configured, cold storage included. Not used
+    for the fit: it reports what the configured floor does there."""
+    service, queue = locomo_conversation.conversation_path(db, settings, embedder)
+    _, scan, retrieval = locomo.scanned_read_path(db, settings, embedder)
+    out: dict = {"abstain": [], "answered": [], "per_tenant": {}}
+    for conv in conversations:
+        tenant = f"conversation-path-{conv.sample_id}"
+        shift = datetime.now(UTC) - conv.turns[-1].when.replace(tzinfo=UTC)
+        locomo_conversation.post_conversation(service, queue, tenant, conv, shift)
+        scan.scan_tenant(tenant, LifecycleReport())
+        here = [
+            _besides_always_load(
+                retrieval.context(tenant, ContextRequest(query=query, dry_run=True), query_vector=vector.tolist())
+            )
+            <= 1
+            for position, (query, vector) in enumerate(zip(unrelated, unrelated_vectors, strict=True))
+            if not _calibration(position)
+        ]
+        out["abstain"] += here
+        out["per_tenant"][tenant] = rate(here)
+        out["answered"] += [
+            _besides_always_load(retrieval.context(tenant, ContextRequest(query=q.question, dry_run=True))) >= 1
+            for position, q in enumerate(conv.questions)
+            if not _calibration(position)
+        ]
+    return out
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, iterations: int = 50, ridge: float = 1e-3) -> np.ndarray:
@@ -91,6 +126,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--limit-docs", type=int, default=0)
+    parser.add_argument(
+        "--conversation-path",
+        type=int,
+        default=10,
+        help="LoCoMo conversations also posted through the conversation service",
+    )
     parser.add_argument("--no-report", action="store_true")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -240,10 +281,10 @@ def main() -> None:
                 for key, r in (("floor", result), ("no_floor", unfloored[(tenant, position)])):
                     top = [ids.get(m.id) for m in r.memories[:10]]
                     recall[key].append(locomo.recall([t for t in top if t], list(evidence), 10))  # type: ignore[arg-type]
+        conversation_path = ask_the_conversation_path(
+            db, settings, embedder, conversations[: args.conversation_path], unrelated, unrelated_vectors
+        )
         db.close()
-
-    def rate(values: list) -> float:
-        return round(float(np.mean(values)), 3) if values else 0.0
 
     held, calib = per_split["held_out"], per_split["calibration"]
     figures = {
@@ -263,6 +304,22 @@ def main() -> None:
         "locomo_r@10_with_floor": round(100 * float(np.mean(recall["floor"])), 1),
         "locomo_r@10_min_relevance_0": round(100 * float(np.mean(recall["no_floor"])), 1),
         "abstain_rate_per_tenant": per_tenant,
+        # the held-out split of every tenant, the conversation path's too (S8: what a flush keeps)
+        "with_conversation_path": {
+            "unrelated_abstain_rate": rate(held["abstain"] + conversation_path["abstain"]),
+            "related_answered_rate": rate(held["answered"] + conversation_path["answered"]),
+        },
+        "conversation_path": {
+            "tenants": len(conversation_path["per_tenant"]),
+            "unrelated_queries": len(conversation_path["abstain"]),
+            "unrelated_abstain_rate": rate(conversation_path["abstain"]),
+            "related_questions": len(conversation_path["answered"]),
+            "related_answered_rate": rate(conversation_path["answered"]),
+            "false_abstention_rate": round(1 - rate(conversation_path["answered"]), 3)
+            if conversation_path["answered"]
+            else 0.0,
+            "abstain_rate_per_tenant": conversation_path["per_tenant"],
+        },
         "configured": {
             "intercept": cfg.relevance_intercept,
             "cosine": cfg.relevance_cosine,
@@ -300,6 +357,9 @@ def main() -> None:
             " odd positions are held out; the top-level figures are held out, run with the configured defaults.",
             "locomo_r@10: evidence recall at 10 of the same questions with the default floor and with"
             " min_relevance 0 (today's ranking).",
+            "conversation_path: the held-out split asked of the same conversations posted through the conversation"
+            " service (benchmarks/locomo_conversation.py's path: shifted real timeline, flushed, scanned; cold"
+            " storage on); not in the fit. with_conversation_path: the held-out figures of all tenants together.",
         ],
     )
     print(f"report: {path}")

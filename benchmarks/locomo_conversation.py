@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -79,6 +79,93 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
+def conversation_path(db: Database, settings: Settings, embedder) -> tuple[ConversationService, ListQueue]:
+    """The conversation service as deployed over ``db`` (the local extractor, both gates with the
+    local judge, the admission store), its queue a list the caller drains."""
+    from contextos.extraction.local import LocalConceptExtractor
+    from contextos.judge.local import LocalHeuristicJudge
+
+    extractor = LocalConceptExtractor(
+        max_concepts=settings.extraction.local_max_concepts,
+        definition_chars=settings.extraction.local_definition_chars,
+        generic_modifiers=settings.extraction.generic_modifiers,
+    )
+    gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
+    admission = Admission(settings, AdmissionStore(db, settings.decay, settings.merge, gate=gate), embedder)
+    queue = ListQueue()
+    service = ConversationService(
+        settings=settings,
+        store=ConversationStore(db),
+        tenant_ids=lambda: [],
+        firewall=Firewall(PrivacyStore(db)),
+        queue=queue,
+        extractor=lambda: extractor,
+        admission=lambda: admission,
+    )
+    return service, queue
+
+
+def post_conversation(service: ConversationService, queue: ListQueue, tenant: str, conv, shift: timedelta) -> None:
+    """Each LoCoMo session posted turn by turn (``occurred_at`` its real time moved by ``shift``),
+    ended, and its flush processed."""
+    by_session: dict[int, list] = defaultdict(list)
+    for turn in conv.turns:
+        by_session[turn.session].append(turn)
+    for number, turns in by_session.items():
+        session_id = f"{conv.sample_id}-S{number}"
+        for turn in turns:  # both speakers are people: user turns, the speaker named in the text
+            message = MessageCreate(
+                role="user", content=_PREFIX.sub("", turn.text), occurred_at=turn.when.replace(tzinfo=UTC) + shift
+            )
+            service.append(tenant, Provenance.user_turn, session_id, message)
+        service.end(tenant, session_id)
+        while queue.jobs:
+            service.process(FlushJob.model_validate(queue.jobs.pop(0)))
+
+
+def stale_through_conversations(service: ConversationService, queue: ListQueue, scan, retrieval) -> dict:
+    """``benchmarks/data/stale_distractors.json`` through the conversation path: each statement a
+    user turn of its own session, said on its day (``occurred_at``: stale, unrelated and current
+    days ago), posted and flushed oldest first, the lifecycle scan run after each day. Per
+    subject's query (defaults, dry run): is the current statement's text shown before the stale
+    one's (first memory showing it; within one memory, first in its text)?"""
+    data = json.loads(locomo.STALE.read_text())
+    subjects, unrelated = data["subjects"], data["unrelated_old"]
+    oldest, newest = data["unrelated_days_ago"]
+    events = [(data["stale_days_ago"], s["stale"]) for s in subjects]
+    events += [(data["current_days_ago"], s["current"]) for s in subjects]
+    events += [(oldest - (oldest - newest) * i / max(len(unrelated) - 1, 1), text) for i, text in enumerate(unrelated)]
+    events.sort(key=lambda e: -e[0])
+    tenant, now = "stale-distractors-conversation", datetime.now(UTC)
+    for n, (days_ago, text) in enumerate(events):
+        session_id = f"day-{n}"
+        message = MessageCreate(role="user", content=text, occurred_at=now - timedelta(days=days_ago))
+        service.append(tenant, Provenance.user_turn, session_id, message)
+        service.end(tenant, session_id)
+        while queue.jobs:
+            service.process(FlushJob.model_validate(queue.jobs.pop(0)))
+        if n + 1 == len(events) or events[n + 1][0] != days_ago:
+            scan.scan_tenant(tenant, LifecycleReport())
+    current_first = current_shown = 0
+    for s in subjects:
+        result = retrieval.context(tenant, ContextRequest(query=s["query"], dry_run=True))
+        shown = [_words(" ".join([m.definition, *m.excerpts])) if m.tier_used != "L0" else "" for m in result.memories]
+
+        def first(text: str, shown: list[str] = shown) -> tuple[int, int] | None:
+            words = _words(text)
+            return next(((i, t.index(words)) for i, t in enumerate(shown) if words in t), None)
+
+        current, old = first(s["current"]), first(s["stale"])
+        current_shown += current is not None
+        current_first += current is not None and (old is None or current < old)
+    return {
+        "queries": len(subjects),
+        "turns": len(events),
+        "stale_current_first_rate": round(current_first / len(subjects), 3),
+        "current_shown_rate": round(current_shown / len(subjects), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=10)
@@ -93,15 +180,8 @@ def main() -> None:
         c.questions = c.questions[: args.limit_questions] if args.limit_questions else c.questions
 
     from contextos.embedding.local import LocalMiniLMEmbedder
-    from contextos.extraction.local import LocalConceptExtractor
-    from contextos.judge.local import LocalHeuristicJudge
 
     embedder = LocalMiniLMEmbedder(batch_size=locomo.EMBED_BATCH)
-    extractor = LocalConceptExtractor(
-        max_concepts=settings.extraction.local_max_concepts,
-        definition_chars=settings.extraction.local_definition_chars,
-        generic_modifiers=settings.extraction.generic_modifiers,
-    )
     rows: list[dict] = []
     tokens: list[int] = []
     context_ms: list[float] = []  # each question's read path, wall time
@@ -114,18 +194,7 @@ def main() -> None:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), embedder.dimensions, embedder.model_id)
         db = Database(url, get_dialect("postgres"), max_size=4)
-        gate = ContradictionGate(LocalHeuristicJudge(), settings.governance, prejudges=False)
-        admission = Admission(settings, AdmissionStore(db, settings.decay, settings.merge, gate=gate), embedder)
-        queue = ListQueue()
-        service = ConversationService(
-            settings=settings,
-            store=ConversationStore(db),
-            tenant_ids=lambda: [],
-            firewall=Firewall(PrivacyStore(db)),
-            queue=queue,
-            extractor=lambda: extractor,
-            admission=lambda: admission,
-        )
+        service, queue = conversation_path(db, settings, embedder)
         _, scan, retrieval = locomo.scanned_read_path(db, settings, embedder)
         ingest_s = 0.0
         ingest_cpu_s = 0.0
@@ -136,21 +205,7 @@ def main() -> None:
             now = datetime.now(UTC)
             shift = now - conv.turns[-1].when.replace(tzinfo=UTC)
             t0, c0 = time.perf_counter(), time.process_time()
-            by_session: dict[int, list] = defaultdict(list)
-            for turn in conv.turns:
-                by_session[turn.session].append(turn)
-            for number, turns in by_session.items():
-                session_id = f"{conv.sample_id}-S{number}"
-                for turn in turns:  # both speakers are people: user turns, the speaker named in the text
-                    message = MessageCreate(
-                        role="user",
-                        content=_PREFIX.sub("", turn.text),
-                        occurred_at=turn.when.replace(tzinfo=UTC) + shift,
-                    )
-                    service.append(tenant, Provenance.user_turn, session_id, message)
-                service.end(tenant, session_id)
-                while queue.jobs:
-                    service.process(FlushJob.model_validate(queue.jobs.pop(0)))
+            post_conversation(service, queue, tenant, conv, shift)
             scan.scan_tenant(tenant, LifecycleReport())
             ingest_s += time.perf_counter() - t0
             ingest_cpu_s += time.process_time() - c0
@@ -209,6 +264,7 @@ def main() -> None:
             print(
                 f"{tenant}: {len(flushes)} flushes, {len(conv.questions)} questions, {time.perf_counter() - t0:.0f} s"
             )
+        stale = stale_through_conversations(service, queue, scan, retrieval)
         db.close()
 
     def block(items: list[dict]) -> dict:
@@ -240,6 +296,8 @@ def main() -> None:
             "max": max(concepts_per_flush),
             "flushes": len(concepts_per_flush),
         },
+        "stale_current_first_rate": stale["stale_current_first_rate"],
+        "stale_distractors": stale,
         "ingest_s": round(ingest_s, 1),
         # what a turn costs to keep: this process's CPU (extraction, embedding, admission; the
         # database's own CPU is not in it) and the bytes of the tenant's rows, per turn posted

@@ -226,6 +226,9 @@ class TurnConcept(Concept):
     said_at: datetime | None = Field(default=None, exclude=True)
     # A kept turn's merge key (``turn_key``), set by the flush; None = the key of its label.
     key: str | None = Field(default=None, exclude=True)
+    # A fact a person stated (a need, an owner, a deadline...), not one of the flush's 3-10
+    # concepts: not capped by ``conversation.max_concepts`` (S8).
+    fact: bool = Field(default=False, exclude=True)
 
 
 def said_at(concept: TurnConcept, turns: dict[int, Turn], fallback: datetime | None) -> datetime | None:
@@ -309,9 +312,12 @@ def keep_every_turn(
         points_at = [turn_label(session_id, s) for s in sorted(set(concept.turns)) if s in by_seq]
         related = [*concept.related, *(r for r in points_at if r not in concept.related)]
         out.append(concept.model_copy(update={"excerpts": [*concept.excerpts, *mine], "related": related}))
-    # the session's topics: its most important specific concepts (a hub names every session)
+    # the session's topics: its most important specific concepts (a hub names every session; a fact
+    # is one thing said, not a topic)
     specific = {
-        i for i, c in enumerate(concepts) if acceptable(c) and len({s for s in c.turns if s in by_seq}) <= hub_turns
+        i
+        for i, c in enumerate(concepts)
+        if not c.fact and acceptable(c) and len({s for s in c.turns if s in by_seq}) <= hub_turns
     }
     by_importance = sorted(enumerate(concepts), key=lambda ic: -int(ic[1].importance))
     named = [c.label for i, c in by_importance if i in specific][:topics]

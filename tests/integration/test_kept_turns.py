@@ -68,3 +68,127 @@ def test_a_kept_turn_is_never_superseded_by_a_later_one(
     assert len(turns) == 2 and all(t["superseded_by"] is None and t["forgotten_at"] is None for t in turns)
     _, result = call_api("POST", "/v1/context", tenant, {"query": "When is the deploy window?", "dry_run": True})
     assert moved in result["context"]
+
+
+def _stubbed_bedrock(answers: list[dict]):
+    """The Bedrock extractor over a Stubber'd client answering ``answers`` (record_conversation_memories
+    inputs) in turn: the real Converse response shape, no network."""
+    import boto3
+    from botocore.stub import Stubber
+    from contextos.extraction.bedrock import BedrockConceptExtractor
+
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
+    stubber = Stubber(client)
+    for answer in answers:
+        use = {"toolUse": {"toolUseId": "tooluse_1", "name": "record_conversation_memories", "input": answer}}
+        stubber.add_response(
+            "converse",
+            {
+                "output": {"message": {"role": "assistant", "content": [use]}},
+                "stopReason": "tool_use",
+                "usage": {"inputTokens": 900, "outputTokens": 300, "totalTokens": 1200},
+                "metrics": {"latencyMs": 1500},
+            },
+        )
+    stubber.activate()
+    return BedrockConceptExtractor(client, model_id="amazon.nova-pro-v1:0"), stubber
+
+
+def _fact(label: str, statement: str, about: str, turns: list[int], kind: str = "other") -> dict:
+    return {"about": about, "label": label, "statement": statement, "kind": kind, "importance": 6, "turns": turns}
+
+
+def test_facts_are_memories_beside_the_concepts_and_a_changed_fact_supersedes_the_old(
+    configured,
+    tenant,
+    conversation_queue,  # noqa: F811
+):
+    from contextos.conversations import FlushJob, MessageCreate
+    from contextos.models import Provenance
+
+    service = container.conversations()
+    topics = "Alpha Bravo Charlie Delta Echo Foxtrot Golf Hotel India Juliet Kilo".split()
+    priya = {
+        "label": "Priya",
+        "definition": "Priya is a member of the platform group coming to the offsite.",
+        "type": "entity",
+        "importance": 8,
+        "turns": [2],
+    }
+    first = {
+        "concepts": [
+            priya,
+            *(
+                {
+                    "label": f"Project {name}",
+                    "definition": f"Project {name} is one of the platform group's running projects this quarter.",
+                    "type": "entity",
+                    "importance": 5,
+                    "turns": [1],
+                }
+                for name in topics
+            ),
+        ],
+        "facts": [
+            _fact("Priya dietary need", "Priya is vegetarian.", "Priya", [2], "need"),
+            _fact("Hotel booking owner", "Tomasz owns the hotel booking.", "Hotel booking", [3], "owner"),
+            _fact("Payments deploy window", "The payments deploy window is Tuesday afternoon.", "Payments", [4]),
+        ],
+    }
+    second = {
+        "concepts": [],
+        "facts": [
+            _fact(
+                "Payments deploy window",
+                "The payments deploy window moved from Tuesday to Thursday afternoon.",
+                "Payments",
+                [1],
+                "change",
+            )
+        ],
+    }
+    extractor, stubber = _stubbed_bedrock([first, second])
+    service.extractor = lambda: extractor
+    sessions = {
+        "monday": [
+            "Here are the twelve projects we run this quarter, Alpha through Lima.",
+            "For the offsite dinners: Priya is vegetarian.",
+            "Tomasz owns the hotel booking for the offsite.",
+            "The payments deploy window is Tuesday afternoon.",
+        ],
+        "friday": ["Heads up: the payments deploy window moved from Tuesday to Thursday afternoon."],
+    }
+    for session, said in sessions.items():
+        for content in said:
+            service.append(tenant, Provenance.user_turn, session, MessageCreate(role="user", content=content))
+        service.end(tenant, session)
+        (job,) = conversation_queue(session)
+        service.process(FlushJob.model_validate(job))
+    stubber.assert_no_pending_responses()
+    with container.database().tenant_tx(tenant) as conn:
+        rows = conn.execute(
+            "SELECT id, label, type, definition, superseded_by FROM memories WHERE norm_key NOT LIKE 'turn:%'"
+        ).fetchall()
+        edges = conn.execute(
+            "SELECT s.label AS source, t.label AS target FROM relationships r JOIN memories s ON s.id = r.src_id"
+            " JOIN memories t ON t.id = r.dst_id WHERE r.type = 'related'"
+        ).fetchall()
+    labels = [r["label"] for r in rows]
+    concepts = [r for r in rows if r["type"] == "entity"]
+    assert len(concepts) == 10 and "Priya" in labels  # the seeds' 3-10 concepts, the most important first
+    facts = {r["definition"]: r for r in rows if r["type"] == "fact"}
+    assert {"Priya is vegetarian.", "Tomasz owns the hotel booking."} <= set(facts)  # not capped by them
+    old = facts["The payments deploy window is Tuesday afternoon."]
+    new = facts["The payments deploy window moved from Tuesday to Thursday afternoon."]
+    assert old["superseded_by"] == new["id"] and new["superseded_by"] is None  # through the contradiction gate
+    assert {"source": "Priya dietary need", "target": "Priya"} in [dict(e) for e in edges]  # linked to its entity
+    _, result = call_api(
+        "POST", "/v1/context", tenant, {"query": "When is the payments deploy window?", "dry_run": True}
+    )
+    assert result["context"].index("Thursday afternoon") < result["context"].index("Tuesday afternoon")

@@ -229,3 +229,63 @@ def test_casual_talk_still_gives_a_flush_at_least_three_concepts_each_citing_its
     assert 3 <= len(concepts) <= 10
     for concept in concepts:
         assert concept.turns and concept.definition.startswith(("The user said:", "The assistant said:"))
+
+
+def test_the_conversation_prompt_returns_facts_beside_concepts_each_citing_its_turns(bedrock):
+    client, stubber = bedrock
+    log = turns(
+        ("user", "Fourteen people are coming to the offsite, and Priya is vegetarian."),
+        ("assistant", "Noted, vegetarian options for Priya."),
+        ("user", "Tomasz owns the hotel booking and must confirm it by February 10."),
+    )
+    tool_input = {
+        "concepts": [
+            {"label": "Team offsite", "definition": "The platform group's offsite.", "type": "event", "turns": [1]}
+        ],
+        "facts": [
+            {
+                "about": "Priya",
+                "label": "Priya dietary need",
+                "statement": "Priya is vegetarian.",
+                "kind": "need",
+                "importance": 7,
+                "turns": [1, 2],
+            },
+            {
+                "about": "Hotel booking",
+                "label": "Hotel booking deadline",
+                "statement": "Tomasz must confirm the hotel booking by February 10.",
+                "kind": "deadline",
+                "turns": [3],
+            },
+        ],
+    }
+    stubber.add_response(
+        "converse",
+        converse_response(
+            [{"toolUse": {"toolUseId": "tooluse_1", "name": "record_conversation_memories", "input": tool_input}}]
+        ),
+    )
+    concept, need, deadline = BedrockConceptExtractor(client, model_id="m").extract_conversation(log)
+    assert not concept.fact and concept.label == "Team offsite"
+    assert need.fact and need.type == "fact" and need.turns == [1, 2] and need.importance == 7
+    assert need.definition == "Priya is vegetarian." and need.related == ["Priya"]  # linked to what it is about
+    assert deadline.fact and deadline.related == ["Hotel booking"] and deadline.turns == [3]
+
+    request = BedrockConceptExtractor(client, model_id="m").build_conversation_request(log)
+    schema = request["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]
+    fact = schema["$defs"]["ConversationFactOut"]["properties"]
+    assert {"about", "label", "statement", "kind", "turns"} <= set(fact)
+    prompt = request["messages"][0]["content"][0]["text"]
+    assert "not counted in them" in prompt and "deadline" in prompt and "negation" in prompt
+
+
+def test_a_fact_of_an_unknown_kind_is_refused_with_the_schema_error(bedrock):
+    client, stubber = bedrock
+    bad = {"concepts": [], "facts": [{"about": "x", "label": "x y", "statement": "z", "kind": "rumour"}]}
+    stubber.add_response(
+        "converse",
+        converse_response([{"toolUse": {"toolUseId": "t", "name": "record_conversation_memories", "input": bad}}]),
+    )
+    with pytest.raises(PermanentError, match="did not match the schema"):
+        BedrockConceptExtractor(client, model_id="m").extract_conversation(turns(("user", "hi there friend")))

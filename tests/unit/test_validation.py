@@ -1,4 +1,5 @@
 import pytest
+from contextos.conversations import TurnConcept
 from contextos.extraction.validation import rejection_reason, validate
 from contextos.models import Concept
 
@@ -67,3 +68,12 @@ def test_validate_counts_rejections_clamps_importance_and_drops_duplicates_and_u
     assert report.rejected_total == 3
     assert report.accepted[0].related == ["Rollback plan"]
     assert report.dropped_related == 2
+
+
+def test_a_stated_fact_may_be_one_short_sentence_a_concept_may_not():
+    fact = TurnConcept(label="Priya dietary need", definition="Priya is vegetarian.", type="fact", fact=True)
+    assert rejection_reason(fact, min_definition_chars=30) is None
+    assert rejection_reason(fact.model_copy(update={"fact": False}), min_definition_chars=30) == "definition_too_short"
+    assert rejection_reason(fact.model_copy(update={"definition": "Vegan."}), min_definition_chars=30) == (
+        "definition_too_short"
+    )

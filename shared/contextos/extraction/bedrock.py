@@ -97,4 +97,16 @@ class BedrockConceptExtractor:
             raise PermanentError(
                 f"the model's conversation memories did not match the schema: {exc.error_count()} errors"
             ) from exc
-        return [TurnConcept(**c.model_dump()) for c in parsed.concepts]
+        facts = [
+            TurnConcept(
+                label=f.label,
+                definition=f.statement,
+                type="fact",
+                importance=f.importance,
+                related=[f.about] if f.about.strip() and f.about.strip() != f.label.strip() else [],
+                turns=f.turns,
+                fact=True,
+            )
+            for f in parsed.facts
+        ]
+        return [*(TurnConcept(**c.model_dump()) for c in parsed.concepts), *facts]

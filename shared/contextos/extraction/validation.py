@@ -32,6 +32,10 @@ _WORD = re.compile(r"[\w'-]+", re.UNICODE)
 MAX_LABEL_WORDS = 5
 
 
+# A stated fact's statement needs at least this much: a sentence of a few words (S8).
+FACT_MIN_CHARS = 12
+
+
 def rejection_reason(concept: Concept, *, min_definition_chars: int) -> str | None:
     """The first rule a concept breaks, or None when it is acceptable."""
     label = collapse_spaces(concept.label)
@@ -49,7 +53,9 @@ def rejection_reason(concept: Concept, *, min_definition_chars: int) -> str | No
     if concept.type not in MemoryType.__members__:
         return "unknown_type"
     definition = collapse_spaces(concept.definition)
-    if len(definition) < min_definition_chars:
+    # a stated fact is one sentence with its value ("Priya is vegetarian."), shorter than a concept's
+    floor = min(min_definition_chars, FACT_MIN_CHARS) if getattr(concept, "fact", False) else min_definition_chars
+    if len(definition) < floor:
         return "definition_too_short"
     if _restates(definition, words):
         return "definition_restates_label"

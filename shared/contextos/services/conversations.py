@@ -331,14 +331,20 @@ class ConversationService:
         return concepts, len(chunks)
 
     def _clamp(self, concepts: list[TurnConcept]) -> list[TurnConcept]:
-        """At most ``max_concepts``: acceptable ones first, then the most important."""
+        """At most ``max_concepts`` concepts and ``max_facts`` facts: acceptable ones first, then
+        the most important (S8: the facts people stated are not capped by the concept count)."""
         cfg = self.settings.conversation
         min_chars = self.settings.extraction.min_definition_chars
-        ranked = sorted(
-            concepts,
-            key=lambda c: (rejection_reason(c, min_definition_chars=min_chars) is not None, -int(c.importance)),
-        )
-        return ranked[: cfg.max_concepts]
+
+        def best(some: list[TurnConcept], limit: int) -> list[TurnConcept]:
+            ranked = sorted(
+                some,
+                key=lambda c: (rejection_reason(c, min_definition_chars=min_chars) is not None, -int(c.importance)),
+            )
+            return ranked[:limit]
+
+        facts = [c for c in concepts if c.fact]
+        return [*best([c for c in concepts if not c.fact], cfg.max_concepts), *best(facts, cfg.max_facts)]
 
 
 def _count_by(values) -> dict[str, int]:

@@ -39,8 +39,14 @@ TURN_KEY_PREFIX = "turn:"
 
 def is_turn_key(key: str) -> bool:
     """Whether a merge key is a kept turn's: what was said is kept as said, one memory per turn,
-    never joined to another memory nor judged against one."""
+    never joined to another memory nor judged against one (only linked as updated by a later one)."""
     return key.startswith(TURN_KEY_PREFIX)
+
+
+def turn_words(definition: str) -> str:
+    """A kept turn's definition without its ``[time, speaker]`` prefix
+    (``contextos.conversations.turn_excerpt``): what was said."""
+    return definition.split("] ", 1)[-1] if definition.startswith("[") else definition
 
 
 def norm_key(label: str, generic_modifiers: Iterable[str] = ()) -> str:

@@ -48,7 +48,7 @@ def test_what_was_said_is_found_by_a_question_only_the_session_answers(
         assert not result.get("abstained"), question
 
 
-def test_a_kept_turn_is_never_superseded_by_a_later_one(
+def test_a_kept_turn_is_never_superseded_by_a_later_one_only_linked_as_updated(
     configured,
     tenant,
     sqs,
@@ -62,12 +62,16 @@ def test_a_kept_turn_is_never_superseded_by_a_later_one(
     flush(tenant, "friday", sqs, local_aws, conversation_queue)
     with container.database().tenant_tx(tenant) as conn:
         turns = conn.execute(
-            "SELECT definition, superseded_by, forgotten_at FROM memories WHERE norm_key LIKE 'turn:%'"
+            "SELECT id, definition, superseded_by, forgotten_at, updated_by FROM memories WHERE norm_key LIKE 'turn:%'"
+            " ORDER BY valid_from"
         ).fetchall()
     # both turns kept as said: what was said on Monday was said, whatever changed since
     assert len(turns) == 2 and all(t["superseded_by"] is None and t["forgotten_at"] is None for t in turns)
+    monday, friday = turns
+    assert monday["updated_by"] == friday["id"] and friday["updated_by"] is None  # linked as its update
     _, result = call_api("POST", "/v1/context", tenant, {"query": "When is the deploy window?", "dry_run": True})
-    assert moved in result["context"]
+    context = result["context"]
+    assert moved in context and context.index(moved) < context.index("The deploy window is Tuesday afternoon")
 
 
 def _stubbed_bedrock(answers: list[dict]):

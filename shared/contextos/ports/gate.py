@@ -42,6 +42,10 @@ class GateReads(Protocol):
         """Per candidate, the nearest cold stubs whose kept lexemes share two of its definition's."""
         ...
 
+    def turns_near(self, candidates: Sequence[MemoryCandidate], settings: GovernanceSettings) -> list[dict[str, Any]]:
+        """Per kept turn, the nearest active kept turns at or above the update floor, not judged."""
+        ...
+
 
 class ContradictionGatePort(Protocol):
     prejudges: bool  # whether the store should read and judge before taking the lock

@@ -17,7 +17,7 @@ from contextos.embedding import Embedder
 from contextos.extraction.validation import validate
 from contextos.governance_models import HeldCandidate
 from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
-from contextos.normalization import norm_key
+from contextos.normalization import norm_key, turn_words
 from contextos.ports.admission import AdmissionPort, DocumentAdmission
 from contextos.redaction import clean_label
 from contextos.scopes import Scope
@@ -48,7 +48,7 @@ def embedded_text(concept: Concept, head: int) -> str:
     vector is of its words alone (S8): its label says only where it was said, and its ``[time,
     speaker]`` prefix (``conversations.turn_excerpt``) is no part of what was meant."""
     if getattr(concept, "key", None):
-        return concept.definition.split("] ", 1)[-1][:head]
+        return turn_words(concept.definition)[:head]
     return f"{concept.label}: {concept.definition[:head]}"
 
 

@@ -17,8 +17,18 @@ from contextos.judge import Judge
 from contextos.judge.local import reports_a_change, reports_an_update, reports_an_update_of_lexemes
 from contextos.judgements import GateOutcome, Judgement, JudgementCache, JudgePair, Verdict
 from contextos.models import MemoryCandidate
-from contextos.normalization import is_turn_key
+from contextos.normalization import is_turn_key, turn_words
 from contextos.ports.gate import GateReads
+
+
+def _said(candidate: MemoryCandidate) -> str:
+    """What a candidate states: a kept turn's words without its ``[time, speaker]`` prefix."""
+    return turn_words(candidate.definition) if is_turn_key(candidate.norm_key) else candidate.definition
+
+
+def _said_in(row: dict) -> str:
+    """What a stored neighbour states, as ``_said``."""
+    return turn_words(row["definition"]) if is_turn_key(row["norm_key"]) else row["definition"]
 
 
 def _premise(row: dict) -> str:
@@ -82,7 +92,14 @@ class ContradictionGate:
             elif judgement.verdict is Verdict.entailment and row["norm_key"] != final_keys[idx]:
                 outcome.corroborates.setdefault(idx, []).append(memory_id)  # a merge is corroboration enough
         if self.settings.update_links:
-            self._link_updates(reads, candidates, final_keys, neighbours, outcome, claimed)
+            # a kept turn is never judged (S8), but a later one that reports a change to an earlier
+            # one links to it as its update, so the newer ranks first and both stay
+            turns = [i for i, c in enumerate(candidates) if is_turn_key(c.norm_key) and reports_a_change(_said(c))]
+            near_turns = [
+                row | {"idx": turns[row["idx"]]}
+                for row in reads.turns_near([candidates[i] for i in turns], self.settings)
+            ]
+            self._link_updates(reads, candidates, final_keys, [*neighbours, *near_turns], outcome, claimed)
         return outcome
 
     def floors(self, candidates: Sequence[MemoryCandidate]) -> list[float]:
@@ -115,18 +132,20 @@ class ContradictionGate:
                 or (judgement is not None and judgement.verdict is not Verdict.neutral)
             ):
                 continue
-            if reports_an_update(row["definition"], candidates[idx].definition):
+            if reports_an_update(_said_in(row), _said(candidates[idx])):
                 claimed.add(memory_id)
                 outcome.updates.setdefault(idx, []).append(memory_id)
         # Only a candidate that reports a change can update anything: the cold probe asks for those.
-        cued = [i for i, c in enumerate(candidates) if not is_turn_key(c.norm_key) and reports_a_change(c.definition)]
+        cued = [i for i, c in enumerate(candidates) if reports_a_change(_said(c))]
         if not reads.probes_cold or not cued:
             return
         for row in reads.cold_sharing_words([candidates[i] for i in cued], self.settings):
             idx, memory_id = cued[row["idx"]], row["id"]
             if memory_id in claimed or row["similarity"] < self.settings.update_similarity_floor:
                 continue
-            if reports_an_update_of_lexemes(row["label"], row["lexemes"] or [], candidates[idx].definition):
+            # a kept turn's label says only where it was said: its lexemes say what
+            label = "" if is_turn_key(candidates[idx].norm_key) else row["label"]
+            if reports_an_update_of_lexemes(label, row["lexemes"] or [], _said(candidates[idx])):
                 claimed.add(memory_id)
                 outcome.updates.setdefault(idx, []).append(memory_id)
                 outcome.cold_updates.add(memory_id)

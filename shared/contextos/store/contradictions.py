@@ -19,7 +19,7 @@ from contextos.config import GovernanceSettings
 from contextos.judgements import GateOutcome
 from contextos.lsh import max_hamming, sketch
 from contextos.models import MemoryCandidate
-from contextos.normalization import TURN_KEY_PREFIX, is_turn_key
+from contextos.normalization import TURN_KEY_PREFIX, is_turn_key, turn_words
 from contextos.scopes import key_owner
 from contextos.store.audit import write_audit
 from contextos.store.bands import band_sketch
@@ -56,9 +56,13 @@ class TransactionGateReads:
     ) -> list[dict[str, Any]]:
         return cold_sharing_words(self.conn, self.tenant_id, candidates, settings)
 
+    def turns_near(self, candidates: Sequence[MemoryCandidate], settings: GovernanceSettings) -> list[dict[str, Any]]:
+        return turns_near(self.conn, self.tenant_id, candidates, settings)
+
 
 # A kept turn's key (``contextos.normalization.is_turn_key``): never a neighbour the gate judges.
 NOT_A_TURN = "{0}.norm_key NOT LIKE '" + TURN_KEY_PREFIX + "%%'"
+A_TURN = "{0}.norm_key LIKE '" + TURN_KEY_PREFIX + "%%'"
 
 
 def same_owner(alias: str) -> str:
@@ -258,7 +262,30 @@ def _nearest_by_subject(conn: Conn, params: dict[str, Any]) -> list[dict[str, An
     ).fetchall()
 
 
-def _nearest(conn: Conn, params: dict[str, Any], *, exact: bool) -> list[dict[str, Any]]:
+def turns_near(
+    conn: Conn, tenant_id: str, candidates: Sequence[MemoryCandidate], settings: GovernanceSettings
+) -> list[dict[str, Any]]:
+    """Per kept turn, the k nearest active kept turns of its owner at or above the update floor,
+    never judged (``judged`` false): a later turn may only be linked as an update of an earlier
+    one (S8: both stay, the newer ranks first), never supersede it. Exact: the turns of one
+    owner that report a change are few."""
+    if not candidates:
+        return []
+    params = {
+        "tenant": tenant_id,
+        "idx": list(range(len(candidates))),
+        "embs": [Vector(c.embedding) for c in candidates],
+        "keys": [c.norm_key for c in candidates],
+        "owners": [key_owner(c.norm_key) for c in candidates],
+        "k": settings.contradiction_top_k,
+    }
+    rows = _nearest(conn, params, exact=True, among=A_TURN, with_key=False)
+    return [r | {"judged": False} for r in rows if r["similarity"] >= settings.update_similarity_floor]
+
+
+def _nearest(
+    conn: Conn, params: dict[str, Any], *, exact: bool, among: str = NOT_A_TURN, with_key: bool = True
+) -> list[dict[str, Any]]:
     """The k nearest active memories of each probe (one statement for the batch), and the active
     memory holding each probe's key, with their cosine to the probe. ``found`` is materialized:
     inlined, the planner could rerun every probe once per memory row of the final join (31 ms
@@ -269,8 +296,13 @@ def _nearest(conn: Conn, params: dict[str, Any], *, exact: bool) -> list[dict[st
     order = "(v.embedding <=> p.embedding) + 0.0" if exact else "v.embedding <=> p.embedding"
     nearest = f"""SELECT v.memory_id, v.embedding <=> p.embedding AS distance FROM memory_vectors v
                   JOIN memories o ON o.tenant_id = v.tenant_id AND o.id = v.memory_id
-                  WHERE v.tenant_id = %(tenant)s AND v.searchable AND {same_owner("o")} AND {NOT_A_TURN.format("o")}
+                  WHERE v.tenant_id = %(tenant)s AND v.searchable AND {same_owner("o")} AND {among.format("o")}
                   ORDER BY {order} LIMIT %(k)s"""
+    holding_key = """UNION ALL
+                   SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true
+                   FROM probe p
+                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.state = 'active' AND m.norm_key = p.final_key
+                   LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id"""
     return conn.execute(
         f"""WITH probe AS (
                    SELECT * FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(keys)s::text[], %(owners)s::text[])
@@ -279,11 +311,7 @@ def _nearest(conn: Conn, params: dict[str, Any], *, exact: bool) -> list[dict[st
                found AS MATERIALIZED (
                    SELECT p.idx, n.memory_id, 1.0 - n.distance AS similarity, false AS key_match
                    FROM probe p CROSS JOIN LATERAL ({nearest}) n
-                   UNION ALL
-                   SELECT p.idx, m.id, COALESCE(1.0 - (v.embedding <=> p.embedding), 1.0), true
-                   FROM probe p
-                   JOIN memories m ON m.tenant_id = %(tenant)s AND m.state = 'active' AND m.norm_key = p.final_key
-                   LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id
+                   {holding_key if with_key else ""}
                )
                SELECT f.idx, m.id, m.norm_key, m.label, m.definition, m.ingest_seq, f.similarity, f.key_match
                FROM found f
@@ -297,18 +325,19 @@ def cold_sharing_words(
 ) -> list[dict[str, Any]]:
     """Per candidate, the k cold stubs nearest by cosine among those whose kept lexemes share two
     of its definition's (the stub GIN index, at most ``contradiction_subject_rows`` looked at),
-    with their label and lexemes."""
+    with their label and lexemes: a kept turn's among the kept turns, any other's among the rest."""
     cfg = settings
     return conn.execute(
         f"""WITH probe AS (
-               SELECT p.idx, p.embedding, p.owner, (
+               SELECT p.idx, p.embedding, p.owner, p.turn, (
                           SELECT string_agg('(' || contextos_lexeme_literal(a.l) || ' & '
                                             || contextos_lexeme_literal(b.l) || ')', ' | ')
                           FROM unnest(tsvector_to_array(to_tsvector('english', p.body))) a(l)
                           JOIN unnest(tsvector_to_array(to_tsvector('english', p.body))) b(l) ON a.l < b.l
                       )::tsquery AS pairs
-               FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(bodies)s::text[], %(owners)s::text[])
-                   AS p(idx, embedding, body, owner)
+               FROM unnest(%(idx)s::int[], %(embs)b::vector[], %(bodies)s::text[], %(owners)s::text[],
+                           %(turns)s::bool[])
+                   AS p(idx, embedding, body, owner, turn)
            )
            SELECT p.idx, n.id, n.label, n.lexemes, n.similarity
            FROM probe p CROSS JOIN LATERAL (
@@ -316,7 +345,8 @@ def cold_sharing_words(
                       1.0 - (v.embedding <=> p.embedding) AS similarity
                FROM (SELECT c.id FROM memories c
                      WHERE c.tenant_id = %(tenant)s AND c.tier = 'cold' AND c.superseded_by IS NULL
-                       AND c.stub_tsv @@ p.pairs AND {same_owner("c")} AND {NOT_A_TURN.format("c")}
+                       AND c.stub_tsv @@ p.pairs AND {same_owner("c")}
+                       AND (c.norm_key LIKE '{TURN_KEY_PREFIX}%%') = p.turn
                      LIMIT %(rows)s) s
                JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.id
                JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.id
@@ -327,8 +357,9 @@ def cold_sharing_words(
             "tenant": tenant_id,
             "idx": [i for i, _ in enumerate(candidates)],
             "embs": [Vector(c.embedding) for c in candidates],
-            "bodies": [c.definition for c in candidates],
+            "bodies": [turn_words(c.definition) if is_turn_key(c.norm_key) else c.definition for c in candidates],
             "owners": [key_owner(c.norm_key) for c in candidates],
+            "turns": [is_turn_key(c.norm_key) for c in candidates],
             "rows": cfg.contradiction_subject_rows,
             "k": cfg.contradiction_top_k,
         },

@@ -350,6 +350,7 @@ class ConversationSettings(BaseModel):
     # at most this far back (imported history; older turns would only ever be forgotten).
     occurred_at_skew_s: int = 300
     turn_min_words: int = 3  # an uncited turn shorter than this (small talk) is not kept as a memory
+    follows_chars: int = 240  # of the turn a kept turn follows, searchable with it (what it answers)
     max_facts: int = 60  # facts an extractor states per flush beyond its concepts (S8), the most important first
     # a concept stating more turns of one flush than this is a hub (a speaker, a running theme): it
     # points at them but shows none as its excerpts, since a hub's text fills across sessions

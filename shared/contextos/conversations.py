@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from itertools import pairwise
 from typing import Any, Literal
 from uuid import UUID
 
@@ -20,7 +21,7 @@ from contextos.errors import BadRequest, OccurredAtOutOfRange, ProvenanceAboveCe
 from contextos.instants import Instant
 from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Concept, Provenance
-from contextos.normalization import TURN_KEY_PREFIX
+from contextos.normalization import FOLLOWS_PREFIX, SESSION_HEADER_PREFIX, TURN_KEY_PREFIX
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
 SESSION_ID_PATTERN = _SESSION_ID.pattern  # the API's path parameter says the same
@@ -269,7 +270,14 @@ def session_header(session_id: str, turns: list[Turn], topics: list[str]) -> str
     said = [t.said_at for t in turns if t.said_at is not None]
     day = f" on {min(said):%Y-%m-%d}" if said else ""
     about = f", about {', '.join(topics)}" if topics else ""
-    return f"Session {session_id}{day}{about}"
+    return f"{SESSION_HEADER_PREFIX}{session_id}{day}{about}"
+
+
+def follows(turn: Turn, chars: int) -> str:
+    """The context a kept turn carries of the turn before it (the question it answers, most
+    often): "Porto's out" is found by "which city did we rule out?" after "Which cities are you
+    considering?". Its words only, at most ``chars``."""
+    return FOLLOWS_PREFIX + " ".join(turn.content.split())[:chars]
 
 
 def keep_every_turn(
@@ -281,6 +289,7 @@ def keep_every_turn(
     min_words: int = 3,
     hub_turns: int = 4,
     topics: int = 3,
+    follows_chars: int = 240,
 ) -> tuple[list[TurnConcept], list[TurnConcept]]:
     """What a flush keeps besides its concepts (S8): every turn of substance as its own memory,
     and each concept pointing at the turns that state it.
@@ -292,8 +301,10 @@ def keep_every_turn(
     concept names its turns as ``related``. A turn of fewer than ``min_words`` words that no
     concept states ("Hi!", "Great, thanks.") is evidence of nothing and is not kept. Each kept turn
     is an ``event`` memory keyed by what was said (``turn_key``): its definition is the turn's own
-    words (``turn_excerpt``), its excerpt the session's header (``session_header``)."""
+    words (``turn_excerpt``), its excerpts the session's header (``session_header``) and the turn
+    it follows (``follows``), searchable, never shown with it."""
     cited = {s for c in concepts for s in c.turns}
+    before = {t.seq: prev for prev, t in pairwise(turns)}  # small talk included: "Which city?"
     turns = [t for t in turns if len(t.content.split()) >= min_words or t.seq in cited]
     by_seq = {t.seq: t for t in turns}
     claimed: dict[int, int] = {}  # turn seq → index of the concept that shows it
@@ -329,7 +340,7 @@ def keep_every_turn(
             type="event",
             importance=5,
             turns=[t.seq],
-            excerpts=[header],
+            excerpts=[header, *([follows(before[t.seq], follows_chars)] if t.seq in before else [])],
             key=turn_key(t),
             related=[turn_label(session_id, turns[i - 1].seq)] if i else [],
         )

@@ -43,6 +43,12 @@ def is_turn_key(key: str) -> bool:
     return key.startswith(TURN_KEY_PREFIX)
 
 
+# A kept turn's excerpts (``contextos.conversations.keep_every_turn``): its session's header, and
+# the turn it follows (what it answers), each searchable beside the turn's own words.
+SESSION_HEADER_PREFIX = "Session "
+FOLLOWS_PREFIX = "After: "
+
+
 def turn_words(definition: str) -> str:
     """A kept turn's definition without its ``[time, speaker]`` prefix
     (``contextos.conversations.turn_excerpt``): what was said."""

@@ -165,3 +165,15 @@ def test_a_kept_turn_is_embedded_as_its_words_alone():
     assert embedded_text(turn, 500) == "I adopted a grey cat called Pixel last week."
     named = concept("Pixel", [1])
     assert embedded_text(named, 500) == f"Pixel: {named.definition}"  # a concept: its label and definition
+
+
+def test_a_kept_turn_carries_the_turn_it_follows_small_talk_included():
+    said = [
+        Turn(seq=1, role="assistant", content="Which city?", provenance="agent_turn", said_at=WHEN),
+        Turn(seq=2, role="user", content="Porto is out, too expensive in March.", provenance="user_turn", said_at=WHEN),
+    ]
+    _, (porto,) = keep_every_turn([], said, session_id="s", acceptable=acceptable)  # "Which city?" is not kept
+    assert porto.excerpts[1:] == ["After: Which city?"]  # searchable with it: what it answers
+    # the floor spares a turn for its session's header, never for the turn it follows
+    row = {"norm_key": porto.key, "excerpts": ["After: Which city?", *porto.excerpts[:1]]}
+    assert not said_in_a_session_about(stems("Which city is the capital of Peru?"), row)

@@ -271,6 +271,7 @@ class ConversationService:
             acceptable=lambda c: rejection_reason(c, min_definition_chars=min_chars) is None,
             min_words=cfg.turn_min_words,
             hub_turns=cfg.hub_turns,
+            follows_chars=cfg.follows_chars,
         )
         by_seq = {t.seq: t for t in spoken}
         fallback = min((t.provenance for t in spoken), key=BASE_TRUST.__getitem__, default=Provenance.agent_turn)

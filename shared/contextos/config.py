@@ -262,6 +262,9 @@ class ExtractionSettings(BaseModel):
     local_definition_chars: int = 700  # a local concept keeps up to this much of the document's own text
     embedded_definition_chars: int = 400  # the head of a definition that goes into its vector (cost ~ length²)
     min_definition_chars: int = 30
+    # a document's passages kept verbatim beside its concepts (``contextos.passages``)
+    passage_chars: int = 600
+    passage_min_words: int = 5
     generic_modifiers: list[str] = Field(
         default_factory=lambda: [
             "system",

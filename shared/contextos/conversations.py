@@ -21,7 +21,7 @@ from contextos.errors import BadRequest, OccurredAtOutOfRange, ProvenanceAboveCe
 from contextos.instants import Instant
 from contextos.modelbase import BaseModel
 from contextos.models import BASE_TRUST, Concept, Provenance
-from contextos.normalization import FOLLOWS_PREFIX, SESSION_HEADER_PREFIX, TURN_KEY_PREFIX
+from contextos.normalization import FOLLOWS_PREFIX, SESSION_HEADER_PREFIX, VERBATIM_KEY_PREFIX
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
 SESSION_ID_PATTERN = _SESSION_ID.pattern  # the API's path parameter says the same
@@ -225,8 +225,6 @@ class TurnConcept(Concept):
     # When it was said (the last turn that states it): its decay and validity start there; None = now.
     # Set by the flush, never by an extractor: not part of an extractor's output.
     said_at: datetime | None = Field(default=None, exclude=True)
-    # A kept turn's merge key (``turn_key``), set by the flush; None = the key of its label.
-    key: str | None = Field(default=None, exclude=True)
     # A fact a person stated (a need, an owner, a deadline...), not one of the flush's 3-10
     # concepts: not capped by ``conversation.max_concepts`` (S8).
     fact: bool = Field(default=False, exclude=True)
@@ -256,11 +254,11 @@ def turn_label(session_id: str, seq: int) -> str:
 
 def turn_key(turn: Turn) -> str:
     """A kept turn's merge key: who said what, never a label's words
-    (``contextos.normalization.is_turn_key``). The same words from the same role are one memory
+    (``contextos.normalization.is_verbatim_key``). The same words from the same role are one memory
     (a note remembered twice, a message pasted again reinforce it, each occurrence with its own
     session's header); any other turn is a memory of its own."""
     said = f"{turn.role.value}\n{' '.join(turn.content.lower().split())}"
-    return f"{TURN_KEY_PREFIX}{hashlib.blake2b(said.encode(), digest_size=12).hexdigest()}"
+    return f"{VERBATIM_KEY_PREFIX}{hashlib.blake2b(said.encode(), digest_size=12).hexdigest()}"
 
 
 def session_header(session_id: str, turns: list[Turn], topics: list[str]) -> str:

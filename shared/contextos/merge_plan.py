@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 from uuid import UUID
 
 from contextos.models import MemoryCandidate, StoreResult
-from contextos.normalization import CONNECTORS, acronyms, initials, is_turn_key
+from contextos.normalization import CONNECTORS, acronyms, initials, is_verbatim_key
 from contextos.scopes import key_owner
 
 # An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
@@ -111,7 +111,7 @@ def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[N
     found: dict[int, tuple[float, str]] = {}
     for row in rows:
         key = candidates[row["idx"]].norm_key
-        if is_turn_key(key) or is_turn_key(row["norm_key"]) or not may_name_the_same(key, row["norm_key"]):
+        if is_verbatim_key(key) or is_verbatim_key(row["norm_key"]) or not may_name_the_same(key, row["norm_key"]):
             continue
         if row["idx"] not in found or row["similarity"] > found[row["idx"]][0]:
             found[row["idx"]] = (row["similarity"], row["norm_key"])
@@ -126,11 +126,11 @@ NEVER_JOINED_BY_LIKENESS = frozenset({"rule"})
 def may_join_by_likeness(candidate: MemoryCandidate, other_type: str | None, other_key: str | None = None) -> bool:
     """Whether a candidate may join another memory by acronym or near duplicate: not a rule, and
     only a memory of its own type (an acronym names a thing of the same kind as its long form).
-    A kept turn (``is_turn_key``) is what was said, once: it joins nothing and nothing joins it."""
+    A kept turn (``is_verbatim_key``) is what was said, once: it joins nothing and nothing joins it."""
     return (
         candidate.type not in NEVER_JOINED_BY_LIKENESS
-        and not is_turn_key(candidate.norm_key)
-        and not (other_key is not None and is_turn_key(other_key))
+        and not is_verbatim_key(candidate.norm_key)
+        and not (other_key is not None and is_verbatim_key(other_key))
         and (other_type is None or other_type == candidate.type)
     )
 

@@ -77,6 +77,10 @@ class Concept(BaseModel):
     provenance: Provenance | None = None
     # The source's own passages about it beyond the definition (the L2 tier, searchable as text).
     excerpts: list[str] = Field(default_factory=list)
+    # What is kept verbatim (a turn, a document's passage) has a merge key of its own
+    # (``normalization.is_verbatim_key``), set by the pipeline, never by an extractor; None = the
+    # key of its label.
+    key: str | None = Field(default=None, exclude=True)
 
 
 class ValidationReport(BaseModel):

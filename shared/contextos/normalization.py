@@ -32,27 +32,34 @@ def normalize_text(text: str) -> str:
     return "\n".join(out).strip()
 
 
-# A kept conversation turn's merge key starts so (``contextos.conversations.turn_key``); a label's
-# key never does, since normalization drops the colon.
-TURN_KEY_PREFIX = "turn:"
+# The merge key of what is kept verbatim, a conversation's turn (``contextos.conversations.turn_key``)
+# or a document's passage (``contextos.passages.passage_key``), starts so; a label's key never
+# does, since normalization drops the colon.
+VERBATIM_KEY_PREFIX = "said:"
 
 
-def is_turn_key(key: str) -> bool:
-    """Whether a merge key is a kept turn's: what was said is kept as said, one memory per turn,
-    never joined to another memory nor judged against one (only linked as updated by a later one)."""
-    return key.startswith(TURN_KEY_PREFIX)
+def is_verbatim_key(key: str) -> bool:
+    """Whether a merge key is a kept turn's or passage's: what was said or written is kept as it
+    was, one memory each, never joined to another memory nor judged against one (only linked as
+    updated by a later one)."""
+    return key.startswith(VERBATIM_KEY_PREFIX)
+
+
+# A kept turn's ``[time, speaker]`` prefix (``contextos.conversations.turn_excerpt``): a role's
+# words, after a day and time when it has them.
+_TURN_PREFIX = re.compile(r"^\[(?:\d{4}-\d{2}-\d{2} \d{2}:\d{2}, )?(?:user|assistant|tool|third party|system)\] ")
+
+
+def turn_words(definition: str) -> str:
+    """A kept turn's definition without its ``[time, speaker]`` prefix: what was said. Any other
+    text (a document's passage) as it is."""
+    return _TURN_PREFIX.sub("", definition, count=1)
 
 
 # A kept turn's excerpts (``contextos.conversations.keep_every_turn``): its session's header, and
 # the turn it follows (what it answers), each searchable beside the turn's own words.
 SESSION_HEADER_PREFIX = "Session "
 FOLLOWS_PREFIX = "After: "
-
-
-def turn_words(definition: str) -> str:
-    """A kept turn's definition without its ``[time, speaker]`` prefix
-    (``contextos.conversations.turn_excerpt``): what was said."""
-    return definition.split("] ", 1)[-1] if definition.startswith("[") else definition
 
 
 def norm_key(label: str, generic_modifiers: Iterable[str] = ()) -> str:

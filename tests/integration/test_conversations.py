@@ -626,7 +626,7 @@ def test_at_most_ten_memories_are_kept_per_range_the_most_important_first(
     assert counts_["extracted"] == 13 and counts_["clamped"] == 3
     assert counts_["turns_kept"] == 1 and counts_["memories_created"] == 11  # ten concepts, and the turn (S8)
     with container.database().tenant_tx(tenant) as conn:
-        kept = {r["label"] for r in conn.execute("SELECT label FROM memories WHERE norm_key NOT LIKE 'turn:%'")}
+        kept = {r["label"] for r in conn.execute("SELECT label FROM memories WHERE norm_key NOT LIKE 'said:%'")}
     assert "Bad" not in kept  # an invalid concept never takes a valid one's place
     assert kept == {label for i, label in enumerate(topics) if 1 + i % 10 > 1}  # the two least important dropped
 

@@ -62,7 +62,7 @@ def test_a_kept_turn_is_never_superseded_by_a_later_one_only_linked_as_updated(
     flush(tenant, "friday", sqs, local_aws, conversation_queue)
     with container.database().tenant_tx(tenant) as conn:
         turns = conn.execute(
-            "SELECT id, definition, superseded_by, forgotten_at, updated_by FROM memories WHERE norm_key LIKE 'turn:%'"
+            "SELECT id, definition, superseded_by, forgotten_at, updated_by FROM memories WHERE norm_key LIKE 'said:%'"
             " ORDER BY valid_from"
         ).fetchall()
     # both turns kept as said: what was said on Monday was said, whatever changed since
@@ -177,7 +177,7 @@ def test_facts_are_memories_beside_the_concepts_and_a_changed_fact_supersedes_th
     stubber.assert_no_pending_responses()
     with container.database().tenant_tx(tenant) as conn:
         rows = conn.execute(
-            "SELECT id, label, type, definition, superseded_by FROM memories WHERE norm_key NOT LIKE 'turn:%'"
+            "SELECT id, label, type, definition, superseded_by FROM memories WHERE norm_key NOT LIKE 'said:%'"
         ).fetchall()
         edges = conn.execute(
             "SELECT s.label AS source, t.label AS target FROM relationships r JOIN memories s ON s.id = r.src_id"

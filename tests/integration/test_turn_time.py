@@ -117,7 +117,7 @@ def test_every_turn_of_a_flushed_session_is_reachable_by_a_query_for_its_words(
     substantial = [c for _, c in CHAT_WITH_ASIDES if len(c.split()) >= 3]
     assert counts["turns_kept"] == len(substantial) and 3 <= counts["memories_created"] - counts["turns_kept"] <= 10
     with container.database().tenant_tx(tenant) as conn:
-        turns = conn.execute("SELECT norm_key, definition FROM memories WHERE norm_key LIKE 'turn:%'").fetchall()
+        turns = conn.execute("SELECT norm_key, definition FROM memories WHERE norm_key LIKE 'said:%'").fetchall()
     for content in substantial:  # each turn of substance its own memory, in its own words, once
         assert len([t for t in turns if t["definition"].endswith(content)]) == 1, content
     for role, content in CHAT_WITH_ASIDES:

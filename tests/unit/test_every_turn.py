@@ -7,7 +7,7 @@ from uuid import uuid4
 from contextos.conversations import Role, Turn, TurnConcept, keep_every_turn, turn_excerpt, turn_key, turn_label
 from contextos.evidence import stems
 from contextos.extraction.validation import rejection_reason, validate
-from contextos.normalization import is_turn_key, norm_key
+from contextos.normalization import is_verbatim_key, norm_key
 from contextos.scoring import Candidate, Ranked, Score
 from contextos.services.admission import embedded_text
 from contextos.services.context_block import said_in_a_session_about, shown_once
@@ -54,7 +54,7 @@ def test_every_turn_of_substance_is_its_own_memory_even_when_no_concept_names_it
     assert [t.definition for t in turns] == [turn_excerpt(t) for t in TURNS[:3]]  # "Hi!" is evidence of nothing
     assert turns[0].definition == "[2023-05-08 13:56, user] I adopted a grey cat called Pixel last week."
     assert turns[0].label == "Turn 1 of conv-26-S1" and turns[0].type == "event"
-    assert turns[0].key == turn_key(TURNS[0]) and is_turn_key(turns[0].key)
+    assert turns[0].key == turn_key(TURNS[0]) and is_verbatim_key(turns[0].key)
     assert turns[0].excerpts == ["Session conv-26:S1 on 2023-05-08, about Pixel, Keyboard"]
     assert all(acceptable(t) for t in turns)
 

@@ -95,12 +95,12 @@ def test_a_rule_never_joins_another_memory_by_acronym_or_vector():
 
 def test_a_kept_turn_joins_nothing_and_nothing_joins_it():
     # what was said is kept as said (S8): a turn is never a near duplicate nor an acronym's long form
-    turn = candidate("turn:0a1b2c3d4e5f6a7b:4", "Turn 4 of chat", type="event")
+    turn = candidate("said:0a1b2c3d4e5f6a7b:4", "Turn 4 of chat", type="event")
     assert merge_targets([turn], [pair_row("tfc", acronyms=["tfc"], type="event")], {0: "standup"}).merge_into == {}
     fact = candidate("standup", "Standup")
-    assert merge_targets([fact], [], {0: "turn:0a1b2c3d4e5f6a7b:4"}).merge_into == {}
+    assert merge_targets([fact], [], {0: "said:0a1b2c3d4e5f6a7b:4"}).merge_into == {}
     rows: list[NearRow] = [
-        {"idx": 0, "norm_key": "turn:0a1b2c3d4e5f6a7b:4", "similarity": 0.99},
+        {"idx": 0, "norm_key": "said:0a1b2c3d4e5f6a7b:4", "similarity": 0.99},
         {"idx": 1, "norm_key": "standup meeting", "similarity": 0.99},
     ]
     nearest = nearest_by_candidate([fact, turn], rows)

@@ -80,7 +80,7 @@ def validate(
     for concept in concepts:
         reason = rejection_reason(concept, min_definition_chars=min_definition_chars)
         if reason is None:
-            key = getattr(concept, "key", None) or key_of(concept.label)  # a kept turn's own key
+            key = concept.key or key_of(concept.label)  # a verbatim memory's own key
             if key in seen:
                 reason = "duplicate_label"
             else:

@@ -47,7 +47,7 @@ def embedded_text(concept: Concept, head: int) -> str:
     """What a concept's vector is of: its label and the head of its definition. A kept turn's
     vector is of its words alone (S8): its label says only where it was said, and its ``[time,
     speaker]`` prefix (``conversations.turn_excerpt``) is no part of what was meant."""
-    if getattr(concept, "key", None):
+    if concept.key:
         return turn_words(concept.definition)[:head]
     return f"{concept.label}: {concept.definition[:head]}"
 
@@ -166,7 +166,7 @@ class Admission:
         vectors = self.embedder.embed([embedded_text(c, head) for c in concepts])
         suffix = owner.key_suffix() if owner else ""
         # a kept turn's key is what was said (``turn_key``), not its label's words
-        keys = [(getattr(c, "key", None) or norm_key(c.label, modifiers)) + suffix for c in concepts]
+        keys = [(c.key or norm_key(c.label, modifiers)) + suffix for c in concepts]
         key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
         out = []
         for c, key, vector in zip(concepts, keys, vectors, strict=True):

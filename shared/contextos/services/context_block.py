@@ -11,7 +11,7 @@ from uuid import UUID
 
 from contextos.evidence import stems
 from contextos.models import NearMiss, ScoredMemory
-from contextos.normalization import SESSION_HEADER_PREFIX, estimate_tokens, is_turn_key
+from contextos.normalization import SESSION_HEADER_PREFIX, estimate_tokens, is_verbatim_key
 from contextos.scoring import Candidate, Ranked
 
 Tier = Literal["L0", "L1", "L2"]  # S6.6: label, definition, definition and source excerpts
@@ -101,7 +101,7 @@ def shown_once(chosen: list[Ranked], excerpts: dict) -> tuple[list[Ranked], dict
     shown: dict = {}
     for r in chosen:
         own = _passage(r.candidate.payload["definition"])
-        turn = is_turn_key(r.candidate.payload.get("norm_key") or "")
+        turn = is_verbatim_key(r.candidate.payload.get("norm_key") or "")
         if turn and own in seen:  # shown already, under a memory that states it
             continue
         kept.append(r)
@@ -118,13 +118,13 @@ def shown_once(chosen: list[Ranked], excerpts: dict) -> tuple[list[Ranked], dict
 _HEADER_WORDS = frozenset(stems("Session on about"))
 
 
-def said_in_a_session_about(wanted: set[str], row: dict) -> bool:
+def said_in_a_session_about(wanted: frozenset[str] | set[str], row: dict) -> bool:
     """Whether a kept turn's session is about the query: its header (one of the turn's excerpts:
     the session, its day, its topics; not the turn it follows) holds a content word of the query
     (``wanted``, its stems). Such a turn is never cut by the relevance floor (S6): "which city is
     the offsite in" is answered by the turn "Lisbon, because most of the group can fly there" of
     the offsite session, although no word of the question is in it."""
-    if not wanted or not is_turn_key(row.get("norm_key") or ""):
+    if not wanted or not is_verbatim_key(row.get("norm_key") or ""):
         return False
     headers = [e for e in row.get("excerpts") or [] if e.startswith(SESSION_HEADER_PREFIX)]
     held = set().union(*(stems(e) for e in headers))

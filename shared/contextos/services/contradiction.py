@@ -17,18 +17,18 @@ from contextos.judge import Judge
 from contextos.judge.local import reports_a_change, reports_an_update, reports_an_update_of_lexemes
 from contextos.judgements import GateOutcome, Judgement, JudgementCache, JudgePair, Verdict
 from contextos.models import MemoryCandidate
-from contextos.normalization import is_turn_key, turn_words
+from contextos.normalization import is_verbatim_key, turn_words
 from contextos.ports.gate import GateReads
 
 
 def _said(candidate: MemoryCandidate) -> str:
     """What a candidate states: a kept turn's words without its ``[time, speaker]`` prefix."""
-    return turn_words(candidate.definition) if is_turn_key(candidate.norm_key) else candidate.definition
+    return turn_words(candidate.definition) if is_verbatim_key(candidate.norm_key) else candidate.definition
 
 
 def _said_in(row: dict) -> str:
     """What a stored neighbour states, as ``_said``."""
-    return turn_words(row["definition"]) if is_turn_key(row["norm_key"]) else row["definition"]
+    return turn_words(row["definition"]) if is_verbatim_key(row["norm_key"]) else row["definition"]
 
 
 def _premise(row: dict) -> str:
@@ -94,7 +94,7 @@ class ContradictionGate:
         if self.settings.update_links:
             # a kept turn is never judged (S8), but a later one that reports a change to an earlier
             # one links to it as its update, so the newer ranks first and both stay
-            turns = [i for i, c in enumerate(candidates) if is_turn_key(c.norm_key) and reports_a_change(_said(c))]
+            turns = [i for i, c in enumerate(candidates) if is_verbatim_key(c.norm_key) and reports_a_change(_said(c))]
             near_turns = [
                 row | {"idx": turns[row["idx"]]}
                 for row in reads.turns_near([candidates[i] for i in turns], self.settings)
@@ -144,7 +144,7 @@ class ContradictionGate:
             if memory_id in claimed or row["similarity"] < self.settings.update_similarity_floor:
                 continue
             # a kept turn's label says only where it was said: its lexemes say what
-            label = "" if is_turn_key(candidates[idx].norm_key) else row["label"]
+            label = "" if is_verbatim_key(candidates[idx].norm_key) else row["label"]
             if reports_an_update_of_lexemes(label, row["lexemes"] or [], _said(candidates[idx])):
                 claimed.add(memory_id)
                 outcome.updates.setdefault(idx, []).append(memory_id)

@@ -23,6 +23,7 @@ from contextos.models import Concept, DocumentJob, Provenance
 from contextos.normalization import estimate_tokens, norm_key
 from contextos.observability import logger, metrics
 from contextos.parsing import pack_sections, parse_document, split_sections
+from contextos.passages import keep_every_passage
 from contextos.ports.admission import AdmissionPort
 from contextos.ports.documents import DocumentPort
 from contextos.ports.rows import ClaimedDocument
@@ -172,6 +173,14 @@ class DocumentPipeline:
         extracted, calls = self._extract(parsed.text, parsed.domain)
         crash_point("ingest:after_extraction")
         concepts, deduplicated = deduplicate(extracted, self.settings.extraction.generic_modifiers)
+        cfg = self.settings.extraction
+        kept = keep_every_passage(
+            parsed.text,
+            claimed["filename"] or "document",
+            concepts,
+            chars=cfg.passage_chars,
+            min_words=cfg.passage_min_words,
+        )
         raw_text, raw_key = self._keep_raw_text(tenant_id, document_id, parsed.text)
         source = DocumentSource(
             document_id=document_id,
@@ -182,6 +191,7 @@ class DocumentPipeline:
                 "extraction_calls": calls,
                 "extracted": len(extracted),
                 "deduplicated": deduplicated,
+                "passages_kept": len(kept),
                 "tokens_estimated": estimate_tokens(parsed.text),
             }
             | ({"redactions": redactions} if redactions else {}),
@@ -190,7 +200,7 @@ class DocumentPipeline:
         )
         # ``hold`` counts what was redacted at submission too (a text body is redacted before its row)
         hold = HOLD_REASON if redactions and self.firewall.policy(tenant_id) is RedactionPolicy.hold else None
-        return self.admission.prepare(tenant_id, concepts, source, source_text=parsed.text, hold_reason=hold)
+        return self.admission.prepare(tenant_id, [*concepts, *kept], source, source_text=parsed.text, hold_reason=hold)
 
     def _drop_raw_objects(self, claimed: ClaimedDocument) -> None:
         """The file as sent (a raw source object, an upload) still holds what was redacted: its

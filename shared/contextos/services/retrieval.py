@@ -167,7 +167,7 @@ class RetrievalService:
         ranked: list[Ranked],
         min_relevance: float | None,
         left_out: list[NearMiss] | None,
-        wanted: set[str] = frozenset(),
+        wanted: frozenset[str] | set[str] = frozenset(),
     ) -> list[Ranked]:
         """The ranked candidates whose calibrated relevance clears the floor (the request's
         ``min_relevance``, else the configured one), order kept; at 0 nothing is cut. A kept turn

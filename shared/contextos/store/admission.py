@@ -27,7 +27,7 @@ from contextos.merge_plan import (
     store_result,
 )
 from contextos.models import MemoryCandidate, Provenance, StoreResult
-from contextos.normalization import is_turn_key
+from contextos.normalization import is_verbatim_key
 from contextos.ports.admission import (
     Admitted,
     DocumentAdmission,
@@ -381,7 +381,7 @@ class AdmissionStore(MergeLookups, AdmissionWrites):
         """The subject terms of new live memories, where the engine keeps them (the gate's index)."""
         if self.db.dialect.keeps_subject_terms():
             # a kept turn is never judged (S8), so it needs no subject terms
-            judged = [(r, b) for r, b in zip(fresh, band_keys, strict=True) if not is_turn_key(r["norm_key"])]
+            judged = [(r, b) for r, b in zip(fresh, band_keys, strict=True) if not is_verbatim_key(r["norm_key"])]
             insert_subject_terms(
                 writes,
                 tenant_id,

@@ -19,7 +19,7 @@ from contextos.config import GovernanceSettings
 from contextos.judgements import GateOutcome
 from contextos.lsh import max_hamming, sketch
 from contextos.models import MemoryCandidate
-from contextos.normalization import TURN_KEY_PREFIX, is_turn_key, turn_words
+from contextos.normalization import VERBATIM_KEY_PREFIX, is_verbatim_key, turn_words
 from contextos.scopes import key_owner
 from contextos.store.audit import write_audit
 from contextos.store.bands import band_sketch
@@ -60,9 +60,9 @@ class TransactionGateReads:
         return turns_near(self.conn, self.tenant_id, candidates, settings)
 
 
-# A kept turn's key (``contextos.normalization.is_turn_key``): never a neighbour the gate judges.
-NOT_A_TURN = "{0}.norm_key NOT LIKE '" + TURN_KEY_PREFIX + "%%'"
-A_TURN = "{0}.norm_key LIKE '" + TURN_KEY_PREFIX + "%%'"
+# A kept turn's key (``contextos.normalization.is_verbatim_key``): never a neighbour the gate judges.
+NOT_VERBATIM = "{0}.norm_key NOT LIKE '" + VERBATIM_KEY_PREFIX + "%%'"
+VERBATIM_ONLY = "{0}.norm_key LIKE '" + VERBATIM_KEY_PREFIX + "%%'"
 
 
 def same_owner(alias: str) -> str:
@@ -131,7 +131,7 @@ def neighbours(
     cfg = settings
     k = cfg.contradiction_top_k
     # A kept turn is what was said: it supersedes nothing and nothing supersedes it (S8).
-    judged = [i for i, c in enumerate(candidates) if not is_turn_key(c.norm_key)]
+    judged = [i for i, c in enumerate(candidates) if not is_verbatim_key(c.norm_key)]
     if not judged:
         return []
     if len(judged) < len(candidates):
@@ -279,12 +279,12 @@ def turns_near(
         "owners": [key_owner(c.norm_key) for c in candidates],
         "k": settings.contradiction_top_k,
     }
-    rows = _nearest(conn, params, exact=True, among=A_TURN, with_key=False)
+    rows = _nearest(conn, params, exact=True, among=VERBATIM_ONLY, with_key=False)
     return [r | {"judged": False} for r in rows if r["similarity"] >= settings.update_similarity_floor]
 
 
 def _nearest(
-    conn: Conn, params: dict[str, Any], *, exact: bool, among: str = NOT_A_TURN, with_key: bool = True
+    conn: Conn, params: dict[str, Any], *, exact: bool, among: str = NOT_VERBATIM, with_key: bool = True
 ) -> list[dict[str, Any]]:
     """The k nearest active memories of each probe (one statement for the batch), and the active
     memory holding each probe's key, with their cosine to the probe. ``found`` is materialized:
@@ -346,7 +346,7 @@ def cold_sharing_words(
                FROM (SELECT c.id FROM memories c
                      WHERE c.tenant_id = %(tenant)s AND c.tier = 'cold' AND c.superseded_by IS NULL
                        AND c.stub_tsv @@ p.pairs AND {same_owner("c")}
-                       AND (c.norm_key LIKE '{TURN_KEY_PREFIX}%%') = p.turn
+                       AND (c.norm_key LIKE '{VERBATIM_KEY_PREFIX}%%') = p.turn
                      LIMIT %(rows)s) s
                JOIN memories m ON m.tenant_id = %(tenant)s AND m.id = s.id
                JOIN memory_vectors v ON v.tenant_id = %(tenant)s AND v.memory_id = s.id
@@ -357,9 +357,9 @@ def cold_sharing_words(
             "tenant": tenant_id,
             "idx": [i for i, _ in enumerate(candidates)],
             "embs": [Vector(c.embedding) for c in candidates],
-            "bodies": [turn_words(c.definition) if is_turn_key(c.norm_key) else c.definition for c in candidates],
+            "bodies": [turn_words(c.definition) if is_verbatim_key(c.norm_key) else c.definition for c in candidates],
             "owners": [key_owner(c.norm_key) for c in candidates],
-            "turns": [is_turn_key(c.norm_key) for c in candidates],
+            "turns": [is_verbatim_key(c.norm_key) for c in candidates],
             "rows": cfg.contradiction_subject_rows,
             "k": cfg.contradiction_top_k,
         },

@@ -215,7 +215,7 @@ def rates(rows: list[dict]) -> dict:
     change = [r for r in related if r["kind"] == "change"]
     out: dict = {"questions": len(related)}
     if related:
-        out["answered"] = round(statistics.mean(r["answered"] for r in related), 3)
+        out["answered_rate"] = round(statistics.mean(r["answered"] for r in related), 3)
         out["false_abstention_rate"] = round(statistics.mean(r["abstained"] for r in related), 3)
     if change:
         out["change_questions"] = len(change)
@@ -388,7 +388,7 @@ def main() -> None:
         "misses_count": len(misses),
         "targets": TARGETS,
         "meets_targets": {
-            "answered": figures.get("answered", 0) >= TARGETS["answered_min"],
+            "answered_rate": figures.get("answered_rate", 0) >= TARGETS["answered_min"],
             "false_abstention_rate": figures.get("false_abstention_rate", 1) <= TARGETS["false_abstention_rate_max"],
             "change_newer_first": figures.get("change_newer_first", 0) >= TARGETS["change_newer_first_min"],
         },

@@ -112,15 +112,23 @@ def post_conversation(service: ConversationService, queue: ListQueue, tenant: st
     for turn in conv.turns:
         by_session[turn.session].append(turn)
     for number, turns in by_session.items():
-        session_id = f"{conv.sample_id}-S{number}"
-        for turn in turns:  # both speakers are people: user turns, the speaker named in the text
-            message = MessageCreate(
-                role="user", content=_PREFIX.sub("", turn.text), occurred_at=turn.when.replace(tzinfo=UTC) + shift
-            )
-            service.append(tenant, Provenance.user_turn, session_id, message)
-        service.end(tenant, session_id)
-        while queue.jobs:
-            service.process(FlushJob.model_validate(queue.jobs.pop(0)))
+        # both speakers are people: user turns, the speaker named in the text
+        said = [(_PREFIX.sub("", t.text), t.when.replace(tzinfo=UTC) + shift) for t in turns]
+        flush_session(service, queue, tenant, f"{conv.sample_id}-S{number}", said)
+
+
+def flush_session(
+    service: ConversationService, queue: ListQueue, tenant: str, session_id: str, said: list[tuple[str, datetime]]
+) -> None:
+    """One session's user turns (content, occurred_at) posted, the session ended and its flushes
+    processed."""
+    for content, when in said:
+        service.append(
+            tenant, Provenance.user_turn, session_id, MessageCreate(role="user", content=content, occurred_at=when)
+        )
+    service.end(tenant, session_id)
+    while queue.jobs:
+        service.process(FlushJob.model_validate(queue.jobs.pop(0)))
 
 
 def stale_through_conversations(service: ConversationService, queue: ListQueue, scan, retrieval) -> dict:
@@ -138,12 +146,7 @@ def stale_through_conversations(service: ConversationService, queue: ListQueue, 
     events.sort(key=lambda e: -e[0])
     tenant, now = "stale-distractors-conversation", datetime.now(UTC)
     for n, (days_ago, text) in enumerate(events):
-        session_id = f"day-{n}"
-        message = MessageCreate(role="user", content=text, occurred_at=now - timedelta(days=days_ago))
-        service.append(tenant, Provenance.user_turn, session_id, message)
-        service.end(tenant, session_id)
-        while queue.jobs:
-            service.process(FlushJob.model_validate(queue.jobs.pop(0)))
+        flush_session(service, queue, tenant, f"day-{n}", [(text, now - timedelta(days=days_ago))])
         if n + 1 == len(events) or events[n + 1][0] != days_ago:
             scan.scan_tenant(tenant, LifecycleReport())
     current_first = current_shown = 0

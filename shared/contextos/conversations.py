@@ -305,12 +305,10 @@ def keep_every_turn(
     before = {t.seq: prev for prev, t in pairwise(turns)}  # small talk included: "Which city?"
     turns = [t for t in turns if len(t.content.split()) >= min_words or t.seq in cited]
     by_seq = {t.seq: t for t in turns}
+    stated = [{s for s in c.turns if s in by_seq} for c in concepts]  # the kept turns each states
+    specific = [acceptable(c) and len(mine) <= hub_turns for c, mine in zip(concepts, stated, strict=True)]
     claimed: dict[int, int] = {}  # turn seq → index of the concept that shows it
-    keepers = [
-        (len(stated), i)
-        for i, concept in enumerate(concepts)
-        if acceptable(concept) and 0 < len(stated := {s for s in concept.turns if s in by_seq}) <= hub_turns
-    ]
+    keepers = [(len(stated[i]), i) for i in range(len(concepts)) if specific[i] and stated[i]]
     for _, i in sorted(keepers):
         for seq in concepts[i].turns:
             if seq in by_seq:
@@ -323,13 +321,8 @@ def keep_every_turn(
         out.append(concept.model_copy(update={"excerpts": [*concept.excerpts, *mine], "related": related}))
     # the session's topics: its most important specific concepts (a hub names every session; a fact
     # is one thing said, not a topic)
-    specific = {
-        i
-        for i, c in enumerate(concepts)
-        if not c.fact and acceptable(c) and len({s for s in c.turns if s in by_seq}) <= hub_turns
-    }
     by_importance = sorted(enumerate(concepts), key=lambda ic: -int(ic[1].importance))
-    named = [c.label for i, c in by_importance if i in specific][:topics]
+    named = [c.label for i, c in by_importance if specific[i] and not c.fact][:topics]
     header = session_header(session_id, turns, named)
     kept = [
         TurnConcept(

@@ -77,29 +77,16 @@ def test_a_kept_turn_is_never_superseded_by_a_later_one_only_linked_as_updated(
 def _stubbed_bedrock(answers: list[dict]):
     """The Bedrock extractor over a Stubber'd client answering ``answers`` (record_conversation_memories
     inputs) in turn: the real Converse response shape, no network."""
-    import boto3
     from botocore.stub import Stubber
     from contextos.extraction.bedrock import BedrockConceptExtractor
 
-    client = boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com",
-    )
+    from tests.unit.test_bedrock_adapters import bedrock_runtime_client, converse_response
+
+    client = bedrock_runtime_client()
     stubber = Stubber(client)
     for answer in answers:
         use = {"toolUse": {"toolUseId": "tooluse_1", "name": "record_conversation_memories", "input": answer}}
-        stubber.add_response(
-            "converse",
-            {
-                "output": {"message": {"role": "assistant", "content": [use]}},
-                "stopReason": "tool_use",
-                "usage": {"inputTokens": 900, "outputTokens": 300, "totalTokens": 1200},
-                "metrics": {"latencyMs": 1500},
-            },
-        )
+        stubber.add_response("converse", converse_response([use]))
     stubber.activate()
     return BedrockConceptExtractor(client, model_id="amazon.nova-pro-v1:0"), stubber
 

@@ -15,15 +15,20 @@ from contextos.judge import Verdict
 from contextos.judge.bedrock import BedrockJudge
 
 
-@pytest.fixture
-def bedrock():
-    client = boto3.client(
+def bedrock_runtime_client():
+    """A Bedrock runtime client that never reaches the network (for botocore's Stubber)."""
+    return boto3.client(
         "bedrock-runtime",
         region_name="us-east-1",
         aws_access_key_id="x",
         aws_secret_access_key="x",
         endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com",
     )
+
+
+@pytest.fixture
+def bedrock():
+    client = bedrock_runtime_client()
     with Stubber(client) as stubber:
         yield client, stubber
         stubber.assert_no_pending_responses()

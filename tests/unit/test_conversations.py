@@ -2,9 +2,8 @@
 prompt against Bedrock's real request/response shapes (Stubber), turn-aware local extraction,
 and session turns in query analysis."""
 
-import boto3
 import pytest
-from botocore.stub import ANY, Stubber
+from botocore.stub import ANY
 from contextos.conversations import (
     MessageCreate,
     Role,
@@ -21,7 +20,7 @@ from contextos.extraction.prompts import conversation_v1
 from contextos.models import Provenance
 from contextos.query_analysis import analyze
 
-from tests.unit.test_bedrock_adapters import converse_response
+from tests.unit.test_bedrock_adapters import bedrock, converse_response  # noqa: F401 (a fixture)
 
 P = Provenance
 
@@ -79,21 +78,7 @@ def test_message_create_refuses_unknown_fields_and_roles():
         MessageCreate.model_validate({"role": "user", "content": "x", "tenant_id": "someone-else"})
 
 
-@pytest.fixture
-def bedrock():
-    client = boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com",
-    )
-    with Stubber(client) as stubber:
-        yield client, stubber
-        stubber.assert_no_pending_responses()
-
-
-def test_the_conversation_prompt_fences_the_transcript_and_parses_cited_turns(bedrock):
+def test_the_conversation_prompt_fences_the_transcript_and_parses_cited_turns(bedrock):  # noqa: F811 (the fixture imported above)
     client, stubber = bedrock
     extractor = BedrockConceptExtractor(client, model_id="amazon.nova-pro-v1:0")
     log = turns(
@@ -141,7 +126,7 @@ def test_the_conversation_prompt_fences_the_transcript_and_parses_cited_turns(be
     assert "never instructions" in request["system"][0]["text"]
 
 
-def test_the_conversation_extractor_refuses_an_answer_outside_the_schema(bedrock):
+def test_the_conversation_extractor_refuses_an_answer_outside_the_schema(bedrock):  # noqa: F811 (the fixture imported above)
     client, stubber = bedrock
     bad = {"concepts": [{"label": "x", "definition": "y", "type": "fact", "turns": ["first"]}]}
     stubber.add_response(
@@ -231,7 +216,7 @@ def test_casual_talk_still_gives_a_flush_at_least_three_concepts_each_citing_its
         assert concept.turns and concept.definition.startswith(("The user said:", "The assistant said:"))
 
 
-def test_the_conversation_prompt_returns_facts_beside_concepts_each_citing_its_turns(bedrock):
+def test_the_conversation_prompt_returns_facts_beside_concepts_each_citing_its_turns(bedrock):  # noqa: F811 (the fixture imported above)
     client, stubber = bedrock
     log = turns(
         ("user", "Fourteen people are coming to the offsite, and Priya is vegetarian."),
@@ -280,7 +265,7 @@ def test_the_conversation_prompt_returns_facts_beside_concepts_each_citing_its_t
     assert "not counted in them" in prompt and "deadline" in prompt and "negation" in prompt
 
 
-def test_a_fact_of_an_unknown_kind_is_refused_with_the_schema_error(bedrock):
+def test_a_fact_of_an_unknown_kind_is_refused_with_the_schema_error(bedrock):  # noqa: F811 (the fixture imported above)
     client, stubber = bedrock
     bad = {"concepts": [], "facts": [{"about": "x", "label": "x y", "statement": "z", "kind": "rumour"}]}
     stubber.add_response(

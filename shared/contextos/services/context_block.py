@@ -101,13 +101,14 @@ def shown_once(chosen: list[Ranked], excerpts: dict) -> tuple[list[Ranked], dict
     shown: dict = {}
     for r in chosen:
         own = _passage(r.candidate.payload["definition"])
-        turn = is_verbatim_key(r.candidate.payload.get("norm_key") or "")
-        if turn and own in seen:  # shown already, under a memory that states it
+        verbatim = is_verbatim_key(r.candidate.payload.get("norm_key") or "")
+        if verbatim and own in seen:  # shown already, under a memory that states it
             continue
         kept.append(r)
         seen.add(own)
-        # a kept turn's excerpts are its sessions' headers: searchable context, not what was said
-        mine = [] if turn else [e for e in excerpts.get(r.candidate.id, []) if _passage(e) not in seen]
+        # a verbatim memory's excerpts are its context (a session's header, the turn it follows, a
+        # document's header): searchable, not what was said
+        mine = [] if verbatim else [e for e in excerpts.get(r.candidate.id, []) if _passage(e) not in seen]
         seen.update(_passage(e) for e in mine)
         if mine:
             shown[r.candidate.id] = mine
@@ -126,8 +127,11 @@ def said_in_a_session_about(wanted: frozenset[str] | set[str], row: dict) -> boo
     the offsite session, although no word of the question is in it."""
     if not wanted or not is_verbatim_key(row.get("norm_key") or ""):
         return False
-    headers = [e for e in row.get("excerpts") or [] if e.startswith(SESSION_HEADER_PREFIX)]
-    held = set().union(*(stems(e) for e in headers))
+    texts, keys = row.get("excerpts") or [], row.get("excerpt_stems") or []
+    held: set[str] = set()
+    for i, text in enumerate(texts):
+        if text.startswith(SESSION_HEADER_PREFIX):  # the stems stored with it (migration 0031), else its own
+            held.update(keys[i].split() if i < len(keys) and keys[i] is not None else stems(text))
     return bool((held - _HEADER_WORDS) & wanted)
 
 

@@ -21,14 +21,13 @@ from contextos.normalization import is_verbatim_key, turn_words
 from contextos.ports.gate import GateReads
 
 
+def _stated(definition: str, norm_key: str) -> str:
+    """What a memory states: a kept turn's words without its ``[time, speaker]`` prefix."""
+    return turn_words(definition) if is_verbatim_key(norm_key) else definition
+
+
 def _said(candidate: MemoryCandidate) -> str:
-    """What a candidate states: a kept turn's words without its ``[time, speaker]`` prefix."""
-    return turn_words(candidate.definition) if is_verbatim_key(candidate.norm_key) else candidate.definition
-
-
-def _said_in(row: dict) -> str:
-    """What a stored neighbour states, as ``_said``."""
-    return turn_words(row["definition"]) if is_verbatim_key(row["norm_key"]) else row["definition"]
+    return _stated(candidate.definition, candidate.norm_key)
 
 
 def _premise(row: dict) -> str:
@@ -94,12 +93,14 @@ class ContradictionGate:
         if self.settings.update_links:
             # a kept turn is never judged (S8), but a later one that reports a change to an earlier
             # one links to it as its update, so the newer ranks first and both stay
-            turns = [i for i, c in enumerate(candidates) if is_verbatim_key(c.norm_key) and reports_a_change(_said(c))]
-            near_turns = [
-                row | {"idx": turns[row["idx"]]}
-                for row in reads.turns_near([candidates[i] for i in turns], self.settings)
+            verbatim = [
+                i for i, c in enumerate(candidates) if is_verbatim_key(c.norm_key) and reports_a_change(_said(c))
             ]
-            self._link_updates(reads, candidates, final_keys, [*neighbours, *near_turns], outcome, claimed)
+            near = [
+                row | {"idx": verbatim[row["idx"]]}
+                for row in reads.turns_near([candidates[i] for i in verbatim], self.settings)
+            ]
+            self._link_updates(reads, candidates, final_keys, [*neighbours, *near], outcome, claimed)
         return outcome
 
     def floors(self, candidates: Sequence[MemoryCandidate]) -> list[float]:
@@ -132,7 +133,7 @@ class ContradictionGate:
                 or (judgement is not None and judgement.verdict is not Verdict.neutral)
             ):
                 continue
-            if reports_an_update(_said_in(row), _said(candidates[idx])):
+            if reports_an_update(_stated(row["definition"], row["norm_key"]), _said(candidates[idx])):
                 claimed.add(memory_id)
                 outcome.updates.setdefault(idx, []).append(memory_id)
         # Only a candidate that reports a change can update anything: the cold probe asks for those.

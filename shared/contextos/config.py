@@ -241,6 +241,20 @@ class RetrievalSettings(BaseModel):
     relevance_cosine: float = 9.93
     relevance_bm25: float = 2.57  # per unit of log(1 + raw BM25)
     relevance_floor: float = 0.49
+    # Whether a query is answered at all reads its best candidate against the tenant's size: the
+    # best of N unrelated memories looks more relevant the larger N is, so the odds its calibrated
+    # relevance must reach grow with N (``exp(abstain_log_odds) * (N / abstain_size_reference)
+    # ** abstain_size_slope``, never below ``abstain_min_relevance``). A small chat answers a
+    # question its turns barely match; a tenant of thousands needs more. Chosen on the abstention
+    # benchmark's tenants and the conversation suite's tune split (docs/decisions.md). A query that
+    # clears the bar keeps every candidate at or above the lower of the bar and ``relevance_floor``.
+    abstain_log_odds: float = -1.5
+    abstain_size_reference: int = 60
+    abstain_size_slope: float = 1.0
+    abstain_min_relevance: float = 0.21  # the bar never drops below this, however small the tenant
+    # A kept turn that says a correction ranks above what was said before it sharing this many
+    # content words with it (`contextos.scoring.corrections_first`); 0 turns it off.
+    correction_min_shared: int = 2
     floor_exempt_types: list[str] = Field(default_factory=lambda: ["rule"])  # like always_load: never cut
     near_misses_per_reason: int = 5  # a dry run lists at most this many left-out candidates per reason
 

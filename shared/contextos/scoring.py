@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,9 @@ from uuid import UUID
 
 from contextos.config import FusionRecipe, IntentAdaptiveRecipe, RelevanceRecipe, RetrievalSettings, StandardRecipe
 from contextos.decay import recency
+from contextos.evidence import stems
 from contextos.models import ScoreBreakdown
+from contextos.normalization import is_verbatim_key, turn_words
 
 AnyRecipe = StandardRecipe | IntentAdaptiveRecipe | FusionRecipe | RelevanceRecipe
 
@@ -163,6 +166,16 @@ def calibrated_relevance(cosine: float, bm25: float, cfg: RetrievalSettings) -> 
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 
+def answer_bar(hot_memories: int, cfg: RetrievalSettings) -> float:
+    """The calibrated relevance a query's best candidate must reach for the query to be answered
+    in a tenant of ``hot_memories``: odds of ``exp(abstain_log_odds)`` at the reference size, growing
+    as ``(N / reference) ** slope`` (a Bonferroni-like bar: the more memories, the likelier that the
+    best of them matches an unrelated question by chance), and never below ``abstain_min_relevance``."""
+    size = max(hot_memories, 1) / max(cfg.abstain_size_reference, 1)
+    z = cfg.abstain_log_odds + cfg.abstain_size_slope * math.log(size)
+    return max(1.0 / (1.0 + math.exp(-z)), cfg.abstain_min_relevance)
+
+
 def softmax(values: Sequence[float], temperature: float) -> list[float]:
     """Numerically stable softmax; a lower temperature sharpens the distribution."""
     if not values:
@@ -226,6 +239,8 @@ def rank(
     ranked = [Ranked(c, score_candidate(c, cfg, recipe, intent, f)) for c, f in zip(candidates, fused, strict=True)]
     if isinstance(recipe, RelevanceRecipe):
         fresher_first(ranked, recipe, same_subject)
+    if cfg.correction_min_shared:
+        corrections_first(ranked, cfg.correction_min_shared)
     updates_first(ranked, updates)
     probabilities = softmax([r.score.relevance for r in ranked], cfg.softmax_temperature)
     for r, p in zip(ranked, probabilities, strict=True):
@@ -285,6 +300,65 @@ def fresher_first(ranked: list[Ranked], recipe: RelevanceRecipe, same_subject: I
             lowered[old.candidate.id] = min(lowered.get(old.candidate.id, below), below)
     for memory_id, relevance in lowered.items():
         by_id[memory_id].score.relevance = relevance
+
+
+# How people correct themselves in a chat ("actually make it the 16th", "we're pushing it a
+# week", "so 10 it is, not 9"): broader than the contradiction gate's cue (`reports_a_change`),
+# which writes a link; this one only orders a read, and hides nothing.
+_CORRECTION = re.compile(
+    r"\b(now|no longer|any ?more|instead|actually|after all|change of plans?|changed?|changing|moved?|moves"
+    r"|moving|pushed|pushing|postponed|bumped|bumping|switched|switching|rebooked|rescheduled|replaced|raised"
+    r"|lowered|increased|decreased|reduced|dropped|down to|up to|goes to|new date|took over|taking over"
+    r"|taken over|update|updated|decided|not \w+ any ?more)\b"
+)
+
+
+def says_a_correction(words: str) -> bool:
+    """Whether a turn's words carry a correction cue (`_CORRECTION`)."""
+    return _CORRECTION.search(words.lower()) is not None
+
+
+def corrections_first(ranked: list[Ranked], min_shared: int) -> None:
+    """A kept turn that says a correction ranks just above the best-ranked candidate said before
+    it that shares at least ``min_shared`` content words with it: in a conversation, what was said
+    later about the same thing is what holds now ("we changed our minds on 2am ... so 1am pacific"
+    over "say 2am pacific"). Turns are taken oldest first, so a chain of corrections ends newest
+    on top. Only such turns move; nothing is hidden."""
+
+    def said(r: Ranked) -> Any:
+        return r.candidate.payload.get("valid_from") if isinstance(r.candidate.payload, dict) else None
+
+    turns = [
+        r
+        for r in ranked
+        if isinstance(r.candidate.payload, dict)
+        and is_verbatim_key(r.candidate.payload.get("norm_key") or "")
+        and said(r) is not None
+        and says_a_correction(turn_words(r.candidate.payload["definition"]))
+    ]
+    if not turns:
+        return
+    words = {r.candidate.id: _words(r.candidate.payload) for r in ranked if isinstance(r.candidate.payload, dict)}
+    for newer in sorted(turns, key=said):
+        above = [
+            r
+            for r in ranked
+            if r.score.relevance > newer.score.relevance
+            and (when := said(r)) is not None
+            and when < said(newer)
+            and len(words.get(r.candidate.id, set()) & words[newer.candidate.id]) >= min_shared
+        ]
+        if above:
+            top = max(r.score.relevance for r in above)
+            newer.score.relevance = max(top * (1 + 1e-6), top + 1e-9)
+
+
+def _words(row: dict) -> set[str]:
+    """A candidate's content stems: of a turn's own words, or the lexemes a cold stub keeps of its
+    text (PostgreSQL's English stems, the same Snowball stemmer)."""
+    if row.get("cold"):
+        return set(row.get("lexemes") or [])
+    return stems(turn_words(row["definition"]))
 
 
 def updates_first(ranked: list[Ranked], updates: Iterable[tuple[UUID, UUID]]) -> None:

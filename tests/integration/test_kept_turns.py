@@ -183,3 +183,32 @@ def test_facts_are_memories_beside_the_concepts_and_a_changed_fact_supersedes_th
         "POST", "/v1/context", tenant, {"query": "When is the payments deploy window?", "dry_run": True}
     )
     assert result["context"].index("Thursday afternoon") < result["context"].index("Tuesday afternoon")
+
+
+def test_a_later_turn_that_corrects_an_earlier_one_is_read_first(
+    configured,
+    tenant,
+    sqs,
+    local_aws,
+    conversation_queue,  # noqa: F811
+):
+    """Through the flush, the correction said in a later session ranks above the turn it corrects,
+    which stays in the block after it (nothing is hidden)."""
+    post(
+        tenant,
+        "dag-1",
+        [
+            ("user", "Can you help me plan a nightly airflow job that pulls shopify orders into snowflake?"),
+            ("assistant", "Sure. When should the orders job run each night?"),
+            ("user", "after midnight pacific, that's the store's timezone. say 2am pacific"),
+        ],
+    )
+    flush(tenant, "dag-1", sqs, local_aws, conversation_queue)
+    post(tenant, "dag-2", [("user", "back on the orders dag. we changed our minds on 2am, so 1am pacific")])
+    flush(tenant, "dag-2", sqs, local_aws, conversation_queue)
+    _, result = call_api(
+        "POST", "/v1/context", tenant, {"query": "What time does the orders job run?", "dry_run": True}
+    )
+    block = result["context"]
+    assert "so 1am pacific" in block and "say 2am pacific" in block, block
+    assert block.index("so 1am pacific") < block.index("say 2am pacific"), block

@@ -2,6 +2,7 @@
 
 import pytest
 from contextos import container
+from contextos.scoring import answer_bar
 from contextos.settings import Settings
 
 from tests.helpers import call_api
@@ -110,3 +111,29 @@ def test_a_real_query_lists_no_near_misses(ingested):  # noqa: F811
 def test_a_bad_min_relevance_is_a_4xx(ingested, bad):  # noqa: F811
     status, result = call_api("POST", "/v1/context", ingested, {"query": "rollback", "min_relevance": bad})
     assert 400 <= status < 500 and "error" in result
+
+
+def test_a_question_is_answered_when_its_best_clears_the_bar_for_the_tenants_size(ingested):  # noqa: F811
+    """Abstention reads the best candidate against `answer_bar` of the tenant's hot memories; an
+    answered query keeps every candidate at or above the lower of the bar and the floor."""
+    cfg = Settings().retrieval
+    hot = container.reads().hot_scope_size(ingested, 0.0)
+    assert hot > 0
+    bar = answer_bar(hot, cfg)
+    outcomes = set()
+    for query in (
+        "how often does a sourdough starter need feeding?",
+        "What is the capital of France?",
+        "what temperature should the oven be?",
+        "flour and water",
+        "which bread has the most crust?",
+    ):
+        best = max(
+            (m["relevance"] for m in context(ingested, {"query": query, "min_relevance": 0})["memories"]), default=0
+        )
+        result = context(ingested, {"query": query})
+        assert result["abstained"] is (best < bar), (query, best, bar)
+        outcomes.add(result["abstained"])
+        for m in result["memories"]:
+            assert m["relevance"] >= min(bar, cfg.relevance_floor), query
+    assert outcomes == {True, False}

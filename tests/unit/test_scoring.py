@@ -1,8 +1,9 @@
 import math
+from datetime import datetime
 
 import pytest
 from contextos.config import RetrievalSettings
-from contextos.scoring import Candidate, rank, score_candidate, softmax
+from contextos.scoring import Candidate, answer_bar, rank, score_candidate, softmax
 
 CFG = RetrievalSettings()
 STANDARD = CFG.recipe("standard")  # the seed formula (S6.4)
@@ -161,3 +162,42 @@ def test_the_relevance_recipe_weighs_a_shared_community_by_its_own_weight():
 
     assert pooled_semantic(pool(), RelevanceRecipe()) == pytest.approx([1.0, 0.25])
     assert pooled_semantic(pool(), RelevanceRecipe(semantic_community=0.1)) == pytest.approx([1.0, 0.35])
+
+
+def test_the_answer_bar_rises_with_the_tenant_and_never_falls_below_its_minimum():
+    bars = [answer_bar(n, CFG) for n in (1, 20, 60, 700, 5000)]
+    assert bars == sorted(bars)
+    assert bars[0] == bars[1] == CFG.abstain_min_relevance  # however small the chat
+    # at the reference size the odds are exp(log_odds); ten times the memories, ten times the odds
+    assert bars[2] == pytest.approx(max(1 / (1 + math.exp(-CFG.abstain_log_odds)), CFG.abstain_min_relevance))
+    odds = [b / (1 - b) for b in (answer_bar(600, CFG), answer_bar(6000, CFG))]
+    assert odds[1] / odds[0] == pytest.approx(10.0)
+
+
+def _turn(memory_id: str, said: str, words: str, vector: float) -> Candidate:
+    return Candidate(
+        id=memory_id,
+        strength=0.5,
+        hours_since_access=1.0,
+        importance=5,
+        vector=vector,
+        methods={"vector"},
+        payload={
+            "norm_key": f"said:{memory_id}",
+            "definition": f"[{said}, user] {words}",
+            "valid_from": datetime.fromisoformat(said + ":00+00:00"),
+        },
+    )
+
+
+def test_a_later_turn_that_corrects_itself_ranks_above_what_it_corrects_and_nothing_else_moves():
+    old = _turn("old", "2026-10-27 17:24", "after midnight pacific, say 2am pacific", 0.8)
+    other = _turn("other", "2026-10-27 17:30", "the snowflake table is RAW.SHOPIFY_ORDERS", 0.7)
+    newer = _turn("newer", "2026-11-03 16:00", "we changed our minds on 2am, so 1am pacific", 0.5)
+    plain = _turn("plain", "2026-11-03 16:05", "1am pacific works for the 2am crowd too", 0.4)  # no cue
+    order = [r.candidate.id for r in rank([old, other, newer, plain], CFG, CFG.recipe("relevance"))]
+    assert order.index("newer") < order.index("old")
+    assert order.index("plain") > order.index("old")  # a turn without a correction cue keeps its place
+    assert order.index("other") > order.index("old")  # another subject keeps its order
+    off = CFG.model_copy(update={"correction_min_shared": 0})
+    assert rank([old, other, newer, plain], off, off.recipe("relevance"))[0].candidate.id == "old"

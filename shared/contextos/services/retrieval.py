@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from contextos.ports.reads import BM25Params, PoolRequest, ReadPort, SearchReads
 from contextos.ports.rows import PoolRow
 from contextos.query_analysis import QueryAnalysis, analyze
 from contextos.scopes import ScopeFilter
-from contextos.scoring import AnyRecipe, Candidate, Ranked, rank
+from contextos.scoring import AnyRecipe, Candidate, Ranked, answer_bar, rank
 from contextos.services.candidates import add_pool_scores, check_short, hot_candidates, method_scores, stub_candidates
 from contextos.services.cold import ColdStorage
 from contextos.services.context_block import (
@@ -102,7 +103,7 @@ class RetrievalService:
         candidates = [c for c in hot if c.id not in pinned_ids]
         pairs = self._same_subject(tenant_id, candidates, recipe)
         ranked = rank(candidates, cfg, recipe, intent, pairs, updates=updates_of(candidates))
-        ranked = self._relevance_floor(ranked, request.min_relevance, missed, stems(request.query))
+        ranked = self._relevance_floor(tenant_id, ranked, request.min_relevance, missed, stems(request.query))
         pinned_ranked = rank(pinned, cfg, recipe, intent)
         sources = sources_of(pinned_ranked + ranked)
         chosen = pinned_ranked + self._forgetting_budget(
@@ -164,15 +165,31 @@ class RetrievalService:
 
     def _relevance_floor(
         self,
+        tenant_id: str,
         ranked: list[Ranked],
         min_relevance: float | None,
         left_out: list[NearMiss] | None,
         wanted: frozenset[str] | set[str] = frozenset(),
     ) -> list[Ranked]:
-        """The ranked candidates whose calibrated relevance clears the floor (the request's
-        ``min_relevance``, else the configured one), order kept; at 0 nothing is cut. A kept turn
-        of a session about the query's words (``wanted``, its stems) is never cut."""
-        floor = self.settings.retrieval.relevance_floor if min_relevance is None else min_relevance
+        """The ranked candidates the relevance floor keeps, order kept. With the request's
+        ``min_relevance`` (0 cuts none), every candidate at or above it. Otherwise the query is
+        answered only when its best candidate clears the tenant's `answer_bar` (abstention), and
+        then keeps every candidate at or above the lower of that bar and ``relevance_floor``. A
+        kept turn of a session about the query's words (``wanted``, its stems) is never cut."""
+        cfg = self.settings.retrieval
+        if min_relevance is not None:
+            floor = min_relevance
+        else:
+            best = max(
+                (
+                    r.score.calibrated
+                    for r in ranked
+                    if self._floored(r.candidate.payload["type"], bool(r.candidate.payload.get("always_load")))
+                ),
+                default=0.0,
+            )
+            bar = answer_bar(self.store.hot_scope_size(tenant_id, cfg.scope_size_cache_s), cfg)
+            floor = min(bar, cfg.relevance_floor) if best >= bar else math.inf
         kept = []
         for r in ranked:
             row = r.candidate.payload

@@ -208,7 +208,8 @@ class ColdStore:
                    )
                    SELECT m.id, m.label, m.norm_key, m.type, m.importance, m.access_count, m.last_accessed_at,
                           m.base_trust,
-                          m.cold_object_key, m.cold_byte_start, m.cold_byte_end, m.updated_by,
+                          m.cold_object_key, m.cold_byte_start, m.cold_byte_end, m.updated_by, m.valid_from,
+                          {"tsvector_to_array(m.stub_tsv)" if dialect.keeps_subject_terms() else "NULL"} AS lexemes,
                           COALESCE(1.0 - (v.embedding <=> %(q)s), 0.0) AS similarity
                    FROM memories m
                    LEFT JOIN memory_vectors v ON v.tenant_id = m.tenant_id AND v.memory_id = m.id

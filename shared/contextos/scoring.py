@@ -166,12 +166,12 @@ def calibrated_relevance(cosine: float, bm25: float, cfg: RetrievalSettings) -> 
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 
-def answer_bar(hot_memories: int, cfg: RetrievalSettings) -> float:
+def answer_bar(memories: int, cfg: RetrievalSettings) -> float:
     """The calibrated relevance a query's best candidate must reach for the query to be answered
-    in a tenant of ``hot_memories``: odds of ``exp(abstain_log_odds)`` at the reference size, growing
+    in a tenant of ``memories`` (hot and cold): odds of ``exp(abstain_log_odds)`` at the reference size, growing
     as ``(N / reference) ** slope`` (a Bonferroni-like bar: the more memories, the likelier that the
     best of them matches an unrelated question by chance), and never below ``abstain_min_relevance``."""
-    size = max(hot_memories, 1) / max(cfg.abstain_size_reference, 1)
+    size = max(memories, 1) / max(cfg.abstain_size_reference, 1)
     z = cfg.abstain_log_odds + cfg.abstain_size_slope * math.log(size)
     return max(1.0 / (1.0 + math.exp(-z)), cfg.abstain_min_relevance)
 

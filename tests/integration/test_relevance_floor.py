@@ -117,7 +117,7 @@ def test_a_question_is_answered_when_its_best_clears_the_bar_for_the_tenants_siz
     """Abstention reads the best candidate against `answer_bar` of the tenant's hot memories; an
     answered query keeps every candidate at or above the lower of the bar and the floor."""
     cfg = Settings().retrieval
-    hot = container.reads().hot_scope_size(ingested, 0.0)
+    hot = container.reads().searchable_size(ingested, 0.0)
     assert hot > 0
     bar = answer_bar(hot, cfg)
     outcomes = set()

@@ -106,8 +106,9 @@ class ReadPort(SearchReads, MemoryDetails, Protocol):
 
     def same_subject_pairs(self, tenant_id: str, ids: Sequence[UUID], *, min_cosine: float) -> list[SubjectPair]: ...
 
-    def hot_scope_size(self, tenant_id: str, cache_s: float) -> int:
-        """The tenant's hot memories, as counted at most ``cache_s`` ago."""
+    def searchable_size(self, tenant_id: str, cache_s: float) -> int:
+        """The tenant's hot memories and cold stubs (what a query's candidates come from), as
+        counted at most ``cache_s`` ago."""
         ...
 
     def reinforce_and_log(

@@ -188,7 +188,7 @@ class RetrievalService:
                 ),
                 default=0.0,
             )
-            bar = answer_bar(self.store.hot_scope_size(tenant_id, cfg.scope_size_cache_s), cfg)
+            bar = answer_bar(self.store.searchable_size(tenant_id, cfg.scope_size_cache_s), cfg)
             floor = min(bar, cfg.relevance_floor) if best >= bar else math.inf
         kept = []
         for r in ranked:

@@ -68,6 +68,7 @@ class ReadStore:
         self.decay = decay
         # tenant → (hot memories, its own ANN index or None, read at monotonic s)
         self._scope_sizes: dict[str, tuple[int, str | None, float]] = {}
+        self._searchable: dict[str, tuple[int, float]] = {}  # tenant → (hot + cold memories, read at)
 
     def reader(
         self,
@@ -158,6 +159,26 @@ class ReadStore:
     def hot_scope_size(self, tenant_id: str, cache_s: float) -> int:
         """The tenant's hot memories (see `tenant_shape`)."""
         return self.tenant_shape(tenant_id, cache_s)[0]
+
+    def searchable_size(self, tenant_id: str, cache_s: float, *, at_most: int = 20_000) -> int:
+        """The memories a query's candidates come from: the hot ones (the tenant's counter) and the
+        cold stubs (their vectors, counted up to ``at_most`` by the partial index), as read at most
+        ``cache_s`` ago by this process."""
+        cached = self._searchable.get(tenant_id)
+        now = time.monotonic()
+        if cached is not None and now - cached[1] < cache_s:
+            return cached[0]
+        rows = self.db.tenant_read(
+            tenant_id,
+            (
+                """SELECT count(*) AS n FROM (SELECT 1 FROM memory_vectors v
+                                              WHERE v.tenant_id = %s AND v.cold LIMIT %s) held""",
+                [tenant_id, at_most],
+            ),
+        )
+        size = self.hot_scope_size(tenant_id, cache_s) + int(rows[0]["n"])
+        self._searchable[tenant_id] = (size, now)
+        return size
 
     def tenant_shape(self, tenant_id: str, cache_s: float) -> tuple[int, str | None]:
         """The tenant's hot memories and its own ANN index (None: none yet), as read at most

@@ -177,27 +177,23 @@ class RetrievalService:
         then keeps every candidate at or above the lower of that bar and ``relevance_floor``. A
         kept turn of a session about the query's words (``wanted``, its stems) is never cut."""
         cfg = self.settings.retrieval
+        floored = [
+            self._floored(r.candidate.payload["type"], bool(r.candidate.payload.get("always_load"))) for r in ranked
+        ]
         if min_relevance is not None:
             floor = min_relevance
         else:
-            best = max(
-                (
-                    r.score.calibrated
-                    for r in ranked
-                    if self._floored(r.candidate.payload["type"], bool(r.candidate.payload.get("always_load")))
-                ),
-                default=0.0,
+            best = max((r.score.calibrated for r, f in zip(ranked, floored, strict=True) if f), default=0.0)
+            # no bar is below its minimum: a query that cannot clear it reads no tenant size
+            bar = (
+                answer_bar(self.store.searchable_size(tenant_id, cfg.scope_size_cache_s), cfg)
+                if best >= cfg.abstain_min_relevance
+                else math.inf
             )
-            bar = answer_bar(self.store.searchable_size(tenant_id, cfg.scope_size_cache_s), cfg)
             floor = min(bar, cfg.relevance_floor) if best >= bar else math.inf
         kept = []
-        for r in ranked:
-            row = r.candidate.payload
-            if (
-                r.score.calibrated >= floor
-                or not self._floored(row["type"], bool(row.get("always_load")))
-                or said_in_a_session_about(wanted, row)
-            ):
+        for r, f in zip(ranked, floored, strict=True):
+            if r.score.calibrated >= floor or not f or said_in_a_session_about(wanted, r.candidate.payload):
                 kept.append(r)
             elif left_out is not None:
                 left_out.append(near_miss(r, "relevance_floor"))

@@ -138,7 +138,8 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
     h("label", { for: "forget-reason" }, "Reason "), reason, " ",
     button("Forget", act(() => api("DELETE", `/memories/${id}${reason.value ? `?reason=${encodeURIComponent(reason.value)}` : ""}`), "forgotten"), { id: "forget" }),
     " ",
-    memory.state !== "active" ? button("Restore", act(() => api("POST", `/memories/${id}/restore`, {}), "restored"), { id: "restore" }) : "",
+    memory.state !== "active" && !superseded ? button("Restore", act(() => api("POST", `/memories/${id}/restore`, {}), "restored"), { id: "restore" }) : "",
+    superseded ? restoreChoice(id, act) : "",
     outcome,
     h("h3", {}, "Sources"),
     scroll(
@@ -159,11 +160,13 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
     h("h3", {}, "History"),
     scroll(
       table(
-        ["version", "state", "valid from", "superseded by"],
+        ["version", "state", "text", "valid from", "valid to", "superseded by"],
         (history?.versions ?? []).map((v) => [
           v.id === id ? `${v.label} (this)` : link(`#/memory/${v.id}`, v.label),
           v.state,
-          v.valid_from,
+          v.definition,
+          v.valid_from.slice(0, 19),
+          v.valid_to ? v.valid_to.slice(0, 19) : "still holds",
           v.superseded_by ? link(`#/memory/${v.superseded_by}`, v.superseded_by, { class: "superseded-link" }) : "",
         ]),
         { id: "history-table" },
@@ -226,7 +229,9 @@ export async function memoriesView(view: HTMLElement, navigate: (hash: string) =
             m.superseded_by ? h("span", {}, "superseded by ", link(`#/memory/${m.superseded_by}`, "current")) : shownState,
             m.strength.toFixed(3),
             m.created_at.slice(0, 19),
-            restorable
+            restorable && m.superseded_by
+              ? link(`#/memory/${m.id}`, "Restore…", { class: "restore-choice", "aria-label": `Restore ${m.label}: choose how` })
+              : restorable
               ? button("Restore", async () => {
                   try {
                     await api("POST", `/memories/${m.id}/restore`, {});
@@ -390,4 +395,18 @@ export async function healthView(view: HTMLElement, rerender: Rerender): Promise
       ),
     ),
   );
+}
+
+// Undoing a supersession is a choice, asked before anything changes: this version current again
+// (the newer one is superseded by it), or both kept as a conflict governance lists.
+function restoreChoice(id: string, act: (fn: () => Promise<unknown>, done: string) => () => Promise<void>): HTMLElement {
+  const panel = h("div", { id: "restore-choice", hidden: "" },
+    h("p", {}, "Restoring a superseded memory changes what is current. Choose one:"),
+    button("Make this the current version", act(() => api("POST", `/memories/${id}/restore?mode=current`, {}), "restored as the current version; the newer one is superseded by it"), { id: "restore-current" }),
+    " ",
+    button("Keep both, as a conflict", act(() => api("POST", `/memories/${id}/restore?mode=both`, {}), "restored beside the newer version, as a conflict governance lists"), { id: "restore-both" }),
+    " ",
+    button("Cancel", () => { panel.hidden = true; }, { id: "restore-cancel" }),
+  );
+  return h("span", {}, button("Restore…", () => { panel.hidden = false; }, { id: "restore" }), panel);
 }

@@ -120,7 +120,7 @@ def memories_forget(client: Any, args: argparse.Namespace) -> None:
 
 
 def memories_restore(client: Any, args: argparse.Namespace) -> None:
-    _print(client.restore_memory(args.id))
+    _print(client.restore_memory(args.id, mode="both" if args.both else "current"))
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
@@ -242,6 +242,7 @@ def register(sub: Any, api_flags: Callable[[argparse.ArgumentParser], None]) -> 
     p.set_defaults(func=_api_verb(memories_forget))
     p = msub.add_parser("restore", help="undo a forget or a supersession")
     p.add_argument("id")
+    p.add_argument("--both", action="store_true", help="a superseded memory stands beside its successor as a conflict")
     api_flags(p)
     p.set_defaults(func=_api_verb(memories_restore))
 

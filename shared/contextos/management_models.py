@@ -121,10 +121,18 @@ class MemoryForgotten(BaseModel):
     cold_copy_removed: bool
 
 
+RestoreMode = Literal["current", "both"]
+
+
 class MemoryRestored(BaseModel):
     id: UUID
     restored: Literal["supersession", "forget"]
     state: str
+    # undoing a supersession: "current" (this one holds again; the newer one is superseded by it)
+    # or "both" (both hold, linked as a conflict governance lists); None for a forget
+    mode: RestoreMode | None = None
+    superseded: list[UUID] = Field(default_factory=list)  # the newer version this restore superseded ("current")
+    conflicts_with: UUID | None = None  # the newer version it now stands beside ("both")
 
 
 class DocumentListQuery(BaseModel):

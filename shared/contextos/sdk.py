@@ -37,6 +37,7 @@ from contextos.management_models import (
     MemoryListItem,
     MemoryPage,
     MemoryRestored,
+    RestoreMode,
     UploadTicket,
 )
 from contextos.models import (
@@ -264,8 +265,10 @@ class Client:
     def forget_memory(self, memory_id: UUID | str, *, reason: str | None = None) -> MemoryForgotten:
         return self._get(MemoryForgotten, "DELETE", f"/v1/memories/{memory_id}", params=_clean({"reason": reason}))
 
-    def restore_memory(self, memory_id: UUID | str) -> MemoryRestored:
-        return self._get(MemoryRestored, "POST", f"/v1/memories/{memory_id}/restore")
+    def restore_memory(self, memory_id: UUID | str, mode: RestoreMode = "current") -> MemoryRestored:
+        """Undo a forget or a supersession; a superseded memory comes back as the current version
+        (``current``, its successor superseded by it) or beside it as a conflict (``both``)."""
+        return self._get(MemoryRestored, "POST", f"/v1/memories/{memory_id}/restore", params={"mode": mode})
 
     def memory_history(self, memory_id: UUID | str) -> MemoryHistory:
         return self._get(MemoryHistory, "GET", f"/v1/memories/{memory_id}/history")

@@ -374,3 +374,36 @@ def test_a_wrong_key_shows_only_the_key_prompt(browser, truth):
     assert page.locator("#view .error, #graph-canvas").count() == 0
     screenshot(page, "truth-wrong-key")
     context.close()
+
+
+def test_restoring_a_superseded_memory_asks_how_and_leaves_one_current_version(tpage, truth):
+    _, first = http(
+        truth, "POST", "/v1/memories", {"label": "Release train", "definition": "The release train leaves on Mondays."}
+    )
+    _, second = http(
+        truth,
+        "POST",
+        "/v1/memories",
+        {"label": "Release train", "definition": "The release train leaves on Wednesdays."},
+    )
+    old, new = first["memory_id"], second["memory_id"]
+    assert second["superseded"] == [old]
+    show(tpage, "memories?state=superseded")
+    row = tpage.locator(f'#memories-table tr[data-id="{old}"]')
+    assert row.locator("button.restore").count() == 0  # no one-click restore of a superseded version
+    row.locator("a.restore-choice").click()
+    tpage.wait_for_selector('#view[data-view="memory"][data-ready="true"] #superseded-banner')
+    assert not tpage.locator("#restore-choice").is_visible()
+    tpage.click("#restore")  # asks first: nothing has changed yet
+    assert tpage.locator("#restore-choice").is_visible()
+    assert http(truth, "GET", f"/v1/memories/{old}")[1]["state"] == "superseded"
+    screenshot(tpage, "truth-memory-restore-choice")
+    tpage.click("#restore-current")
+    tpage.wait_for_selector('#view[data-view="memory"][data-ready="true"] #edit-label')
+    assert "restored as the current version" in tpage.inner_text("#view")
+    assert http(truth, "GET", f"/v1/memories/{old}")[1]["state"] == "active"
+    assert http(truth, "GET", f"/v1/memories/{new}")[1]["state"] == "superseded"
+    rows = tpage.locator("#history-table tbody tr").evaluate_all("rows => rows.map(r => r.innerText)")
+    assert len(rows) == 2  # the chain, both versions
+    screenshot(tpage, "truth-memory-restored-current")
+    assert tpage.errors == []

@@ -163,7 +163,14 @@ def test_forgetting_a_memory_removes_it_from_every_read_and_a_restore_brings_it_
     assert call_api("GET", f"/v1/memories/{memory_id}", tenant)[0] == 404
     assert call_api("DELETE", f"/v1/memories/{memory_id}", tenant)[0] == 404
     status, restored = call_api("POST", f"/v1/memories/{memory_id}/restore", tenant)
-    assert status == 200 and restored == {"id": memory_id, "restored": "forget", "state": "active"}
+    assert status == 200 and restored == {
+        "id": memory_id,
+        "restored": "forget",
+        "state": "active",
+        "mode": None,  # only a supersession is undone one way or the other
+        "superseded": [],
+        "conflicts_with": None,
+    }
     assert memory_id in context_ids(tenant, "when do invoices close")
     with container.database().tenant_tx(tenant) as conn:
         actions = [r["action"] for r in conn.execute("SELECT action FROM audit_log WHERE memory_id = %s", [memory_id])]
@@ -171,26 +178,82 @@ def test_forgetting_a_memory_removes_it_from_every_read_and_a_restore_brings_it_
     assert container.governance().verify(tenant).ok
 
 
-def test_a_wrong_supersession_is_undone_and_the_successor_keeps_its_state(configured, tenant):
-    old = remember(tenant, "Deploy timeout", "The deploy timeout is 30 seconds for every service.")
-    status, new = call_api(
+def _supersede_deploy_window(tenant: str) -> tuple[str, str]:
+    old = remember(tenant, "Deploy window", "The deploy window is Tuesday afternoon.")
+    _status, new = call_api(
         "POST",
         "/v1/memories",
         tenant,
-        {"label": "Deploy timeout", "definition": "The deploy timeout is 90 seconds for every service."},
+        {"label": "Deploy window", "definition": "The deploy window is Thursday afternoon."},
     )
     assert new["superseded"] == [old]
-    status, restored = call_api("POST", f"/v1/memories/{old}/restore", tenant)
-    assert status == 200 and restored["restored"] == "supersession" and restored["state"] == "active"
+    return old, new["memory_id"]
+
+
+def _states(tenant: str) -> tuple[dict[str, tuple[str, str | None]], set[tuple[str, str, str]]]:
     with container.database().tenant_tx(tenant) as conn:
-        states = {str(r["id"]): (r["state"], r["superseded_by"]) for r in conn.execute("SELECT * FROM memories")}
-        edges = conn.execute("SELECT count(*) AS n FROM relationships WHERE type = 'supersedes'").fetchone()["n"]
-    assert states[old] == ("active", None) and states[new["memory_id"]][0] == "active"
-    assert edges == 0
-    assert old in search_ids(tenant, "deploy timeout seconds")
-    status, body = call_api("POST", f"/v1/memories/{old}/restore", tenant)
+        states = {
+            str(r["id"]): (r["state"], str(r["superseded_by"]) if r["superseded_by"] else None)
+            for r in conn.execute("SELECT id, state, superseded_by FROM memories")
+        }
+        edges = {
+            (str(r["src_id"]), str(r["dst_id"]), r["type"])
+            for r in conn.execute("SELECT src_id, dst_id, type FROM relationships WHERE type <> 'related'")
+        }
+    return states, edges
+
+
+def test_restoring_a_superseded_memory_makes_it_current_and_supersedes_its_successor(configured, tenant):
+    old, new = _supersede_deploy_window(tenant)
+    status, restored = call_api("POST", f"/v1/memories/{old}/restore", tenant)
+    assert status == 200, restored
+    assert restored == {
+        "id": old,
+        "restored": "supersession",
+        "state": "active",
+        "mode": "current",
+        "superseded": [new],
+        "conflicts_with": None,
+    }
+    states, edges = _states(tenant)
+    assert states[old] == ("active", None) and states[new] == ("superseded", old)  # one current version
+    assert edges == {(old, new, "supersedes")}
+    found = search_ids(tenant, "when is the deploy window")
+    assert old in found and new not in found
+    status, history = call_api("GET", f"/v1/memories/{old}/history", tenant)
+    assert status == 200
+    closed = {v["id"]: v["valid_to"] for v in history["versions"]}
+    assert set(closed) == {old, new} and closed[old] is None and closed[new] is not None  # the chain, both ends
+    # reversible the same way: restoring the newer one makes it current again
+    status, back = call_api("POST", f"/v1/memories/{new}/restore", tenant)
+    assert status == 200 and back["superseded"] == [old]
+    states, edges = _states(tenant)
+    assert states[new] == ("active", None) and states[old] == ("superseded", new)
+    assert edges == {(new, old, "supersedes")}
+    status, body = call_api("POST", f"/v1/memories/{new}/restore", tenant)
     assert status == 409 and body["error"]["code"] == "not_restorable"
     assert container.governance().verify(tenant).ok
+
+
+def test_restoring_both_versions_records_a_conflict_that_governance_lists_and_reads_show_newer_first(
+    configured, tenant
+):
+    old, new = _supersede_deploy_window(tenant)
+    status, restored = call_api("POST", f"/v1/memories/{old}/restore", tenant, query={"mode": "both"})
+    assert status == 200 and restored["mode"] == "both" and restored["conflicts_with"] == new
+    assert restored["superseded"] == []
+    states, edges = _states(tenant)
+    assert states[old] == ("active", None) and states[new] == ("active", None)
+    assert edges == {(new, old, "contradicts")}
+    report = container.reports().run(tenant)
+    listed = [{str(c.a.id), str(c.b.id)} for c in report.conflict_candidates.items]
+    assert {old, new} in listed
+    status, block = call_api("POST", "/v1/context", tenant, {"query": "when is the deploy window?"})
+    assert status == 200, block
+    text = block["context"]
+    assert text.index("Thursday") < text.index("Tuesday")  # the current one first, the older one still there
+    status, _body = call_api("POST", f"/v1/memories/{old}/restore", tenant, query={"mode": "sometimes"})
+    assert status == 422
 
 
 DOC_A = [

@@ -26,6 +26,7 @@ from contextos.management_models import (
     MemoryPage,
     MemoryPatch,
     MemoryRestored,
+    RestoreMode,
 )
 from contextos.models import Band, MemoryDetail, MemoryType
 from contextos.scopes import METADATA_FILTER, ScopeFilter, metadata_filters
@@ -126,10 +127,16 @@ def forget_memory(
 
 
 @router.post("/memories/<memory_id>/restore", summary="Undo a forget or a supersession (audited)")
-@statuses(409)
-def restore_memory(memory_id: Annotated[UUID, Path()]) -> MemoryRestored:
+@statuses(403, 409)
+def restore_memory(
+    memory_id: Annotated[UUID, Path()],
+    mode: Annotated[
+        RestoreMode,
+        Query(description="undoing a supersession: `current` (this one holds again) or `both` (a conflict)"),
+    ] = "current",
+) -> MemoryRestored:
     principal = require(router, Verb.edit)
-    return container.memories().restore(principal.tenant_id, memory_id, actor=principal.subject)
+    return container.memories().restore(principal.tenant_id, memory_id, actor=principal.subject, mode=mode)
 
 
 @router.get("/memories/<memory_id>/graph", summary="The typed, weighted graph within `hops` edges of a memory")

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
 from contextos.access import KeyScope, Principal, Verb
+from contextos.management_models import RestoreMode
 from contextos.models import Provenance
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class Backend(Protocol):
     def list_memories(self, **filters: Any) -> BaseModel: ...
     def get_memory(self, memory_id: str) -> BaseModel: ...
     def edit_memory(self, memory_id: str, **changes: Any) -> BaseModel: ...
-    def restore_memory(self, memory_id: str) -> BaseModel: ...
+    def restore_memory(self, memory_id: str, mode: str = "current") -> BaseModel: ...
     def memory_history(self, memory_id: str) -> BaseModel: ...
     def forget_document(self, document_id: str) -> BaseModel: ...
 
@@ -198,11 +199,13 @@ class LocalBackend:
 
         return self._call(Verb.edit, run)
 
-    def restore_memory(self, memory_id: str) -> BaseModel:
+    def restore_memory(self, memory_id: str, mode: str = "current") -> BaseModel:
         from contextos import container
 
+        chosen = _restore_mode(mode)
         return self._call(
-            Verb.edit, lambda c: container.memories().restore(c.tenant_id, _uuid(memory_id), actor=c.subject)
+            Verb.edit,
+            lambda c: container.memories().restore(c.tenant_id, _uuid(memory_id), actor=c.subject, mode=chosen),
         )
 
     def memory_history(self, memory_id: str) -> BaseModel:
@@ -300,14 +303,20 @@ class ApiBackend:
     def edit_memory(self, memory_id: str, **changes: Any) -> BaseModel:
         return self._call("edit_memory", memory_id, **changes)
 
-    def restore_memory(self, memory_id: str) -> BaseModel:
-        return self._call("restore_memory", memory_id)
+    def restore_memory(self, memory_id: str, mode: str = "current") -> BaseModel:
+        return self._call("restore_memory", memory_id, mode)
 
     def memory_history(self, memory_id: str) -> BaseModel:
         return self._call("memory_history", memory_id)
 
     def forget_document(self, document_id: str) -> BaseModel:
         return self._call("forget_document", document_id)
+
+
+def _restore_mode(value: str) -> RestoreMode:
+    if value not in ("current", "both"):
+        raise BackendError(422, "validation_error", f"mode must be current or both, not {value!r}")
+    return cast(RestoreMode, value)
 
 
 def _uuid(value: str) -> UUID:

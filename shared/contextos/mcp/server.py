@@ -387,10 +387,18 @@ def build_server(backend: Backend) -> MCPServer:
     @server.tool()
     async def restore_memory(
         memory_id: Annotated[str, Field(description="A forgotten or superseded memory's id.")],
+        mode: Annotated[
+            Literal["current", "both"],
+            Field(
+                description="For a superseded memory: `current` makes it the current version again (its"
+                " successor is superseded by it); `both` keeps both, linked as a conflict."
+            ),
+        ] = "current",
     ) -> dict[str, Any]:
-        """Bring back a memory that was forgotten or superseded by mistake: it is active again (a
-        superseded one takes its successor's place). Audit-logged like every change."""
-        return await _run(lambda: backend.restore_memory(memory_id))
+        """Bring back a memory that was forgotten or superseded by mistake. A superseded one either
+        becomes the current version again or stands beside its successor as a recorded conflict;
+        never two silent current versions. Audit-logged like every change."""
+        return await _run(lambda: backend.restore_memory(memory_id, mode))
 
     @server.tool()
     async def memory_history(

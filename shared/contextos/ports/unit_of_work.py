@@ -69,6 +69,16 @@ class MemoryChanges(Protocol):
 
     def restore(self, row: LockedMemory, *, state: str, norm_key: str, actor: str, undo: str) -> None: ...
 
+    def supersede_by_restored(self, newer: LockedMemory, *, by: UUID, actor: str) -> None:
+        """The current version steps back for the older one restored as current: superseded by it,
+        its validity closed now, a ``supersedes`` edge from the restored one, audited."""
+        ...
+
+    def link_conflict(self, *, newer: UUID, older: UUID, actor: str) -> None:
+        """Both versions hold: a ``contradicts`` edge between them and the older one pointing at the
+        newer (``updated_by``), audited."""
+        ...
+
     def delete(self, ids: Sequence[UUID], *, actor: str, reason: str) -> None: ...
 
     def lock_document(self, document_id: UUID) -> LockedDocument: ...

@@ -38,6 +38,7 @@ from contextos.management_models import (
     MemoryPage,
     MemoryPatch,
     MemoryRestored,
+    RestoreMode,
 )
 from contextos.models import DocumentMemories, MemoryDetail, MemorySource, MemorySummary
 from contextos.normalization import acronyms, initials, norm_key
@@ -227,10 +228,13 @@ class MemoryService:
             done.finish(self._blobs, self._settings.cold_bucket)
         return MemoryForgotten(id=memory_id, forgotten=True, cold_copy_removed=done is not None)
 
-    def restore(self, tenant_id: str, memory_id: UUID, *, actor: str) -> MemoryRestored:
-        """Undo a forget (while the memory still exists) or a supersession (the successor keeps its
-        own state). The memory takes its old key back, or a key of its own when an active memory
-        holds it now."""
+    def restore(self, tenant_id: str, memory_id: UUID, *, actor: str, mode: RestoreMode = "current") -> MemoryRestored:
+        """Undo a forget (while the memory still exists) or a supersession. A supersession is undone
+        one of two ways, never into two silent current versions: ``current`` makes this memory the
+        current one again and supersedes its successor by it (recorded, and undone the same way);
+        ``both`` keeps both active, linked as a conflict (a ``contradicts`` edge governance lists,
+        the older pointing at the newer so reads show the newer first). The memory takes its old
+        key back, or a key of its own when another active memory holds it."""
         with self.work.tenant(tenant_id) as tx:
             tx.lock_tenant()
             row = tx.memories.lock(memory_id)
@@ -243,11 +247,42 @@ class MemoryService:
                 undo, state = "supersession", "active"
             else:
                 raise NotRestorable(f"the memory is {row['state']}: there is nothing to undo")
+            newer = self._current_successor(tx, row) if undo == "supersession" else None
+            if newer is not None and mode == "current":
+                if newer["protected"]:
+                    raise MemoryProtected(
+                        "the newer version is protected: restore with mode=both, or unprotect it first"
+                    )
+                tx.memories.supersede_by_restored(newer, by=memory_id, actor=actor)
             key = row["norm_key"]
             if state == "active" and tx.memories.key_taken(key, memory_id):
                 key = f"{key}~{memory_id.hex[:12]}"
             tx.memories.restore(row, state=state, norm_key=key, actor=actor, undo=undo)
-        return MemoryRestored(id=memory_id, restored=undo, state=state)
+            if newer is not None and mode == "both":
+                tx.memories.link_conflict(newer=newer["id"], older=memory_id, actor=actor)
+        if undo == "forget":
+            return MemoryRestored(id=memory_id, restored=undo, state=state)
+        return MemoryRestored(
+            id=memory_id,
+            restored=undo,
+            state=state,
+            mode=mode,
+            superseded=[newer["id"]] if newer is not None and mode == "current" else [],
+            conflicts_with=newer["id"] if newer is not None and mode == "both" else None,
+        )
+
+    @staticmethod
+    def _current_successor(tx: TenantWork, row: LockedMemory) -> LockedMemory | None:
+        """The version that superseded ``row``, when it is still the current one (active and hot):
+        the one a restore has to decide about. A successor gone, forgotten or cold is not current."""
+        if row["superseded_by"] is None:
+            return None
+        try:
+            newer = tx.memories.lock(row["superseded_by"])
+        except NotFound:
+            return None
+        current = newer["state"] == "active" and newer["tier"] == "hot" and newer["forgotten_at"] is None
+        return newer if current else None
 
     def forget_document(self, tenant_id: str, document_id: UUID, *, actor: str) -> DocumentForgotten:
         """Forget everything only this document taught: memories it alone was the source of are

@@ -225,6 +225,57 @@ class MemoryChanges:
         details = {"undo": undo} | ({"successor": str(row["superseded_by"])} if row["superseded_by"] else {})
         self.audit([{"actor": actor, "action": "restored", "memory_id": row["id"], "details": details}])
 
+    def supersede_by_restored(self, newer: LockedMemory, *, by: UUID, actor: str) -> None:
+        self.conn.execute(
+            """UPDATE memories SET state = 'superseded', superseded_by = %(by)s, superseded_at = now(),
+                      valid_to = now(), updated_by = NULL, updated_at = now()
+               WHERE tenant_id = %(tenant)s AND id = %(id)s""",
+            {"by": by, "tenant": self.tenant_id, "id": newer["id"]},
+        )
+        self.conn.execute(
+            "UPDATE memory_vectors SET searchable = false WHERE tenant_id = %s AND memory_id = %s",
+            [self.tenant_id, newer["id"]],
+        )
+        self.conn.execute(
+            "UPDATE tenants SET hot_memories = GREATEST(hot_memories - 1, 0) WHERE tenant_id = %s", [self.tenant_id]
+        )
+        self._edge(by, newer["id"], "supersedes")
+        self.audit(
+            [
+                {
+                    "actor": actor,
+                    "action": "superseded",
+                    "memory_id": newer["id"],
+                    "reason": "an older version was restored as current",
+                    "details": {"by": str(by)},
+                }
+            ]
+        )
+
+    def link_conflict(self, *, newer: UUID, older: UUID, actor: str) -> None:
+        self.conn.execute(
+            "UPDATE memories SET updated_by = %s WHERE tenant_id = %s AND id = %s", [newer, self.tenant_id, older]
+        )
+        self._edge(newer, older, "contradicts")
+        self.audit(
+            [
+                {
+                    "actor": actor,
+                    "action": "update_linked",
+                    "memory_id": older,
+                    "reason": "restored beside its newer version: both hold",
+                    "details": {"by": str(newer)},
+                }
+            ]
+        )
+
+    def _edge(self, src: UUID, dst: UUID, kind: str) -> None:
+        self.conn.execute(
+            """INSERT INTO relationships (tenant_id, src_id, dst_id, type, weight) VALUES (%s, %s, %s, %s, 1.0)
+               ON CONFLICT (tenant_id, src_id, dst_id, type) DO UPDATE SET updated_at = now()""",
+            [self.tenant_id, src, dst, kind],
+        )
+
     def delete(self, ids: Sequence[UUID], *, actor: str, reason: str) -> None:
         """Remove memories outright (their vectors, bands, items, edges and revisions with them)."""
         if not ids:

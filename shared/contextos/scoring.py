@@ -309,13 +309,30 @@ _CORRECTION = re.compile(
     r"\b(now|no longer|any ?more|instead|actually|after all|change of plans?|changed?|changing|moved?|moves"
     r"|moving|pushed|pushing|postponed|bumped|bumping|switched|switching|rebooked|rescheduled|replaced|raised"
     r"|lowered|increased|decreased|reduced|dropped|down to|up to|goes to|new date|took over|taking over"
-    r"|taken over|update|updated|decided|not \w+ any ?more)\b"
+    r"|taken over|update|updated|decided|not \w+ any ?more|not \$?\d[\w.,:]*|so \$?\d[\w.,:]* it is)\b"
 )
 
 
 def says_a_correction(words: str) -> bool:
     """Whether a turn's words carry a correction cue (`_CORRECTION`)."""
     return _CORRECTION.search(words.lower()) is not None
+
+
+# The cue's single words as stems, for a cold stub, which keeps only its text's lexemes (the
+# English stop words, "now", "no longer", "any more", are not among them).
+_CORRECTION_STEMS = frozenset(
+    stems(
+        "instead actually changed change changing moved move moves moving pushed pushing postponed bumped"
+        " bumping switched switching rebooked rescheduled replaced raised lowered increased decreased reduced"
+        " dropped update updated decided"
+    )
+)
+
+
+def _says_a_correction(row: dict) -> bool:
+    if row.get("cold"):
+        return not _CORRECTION_STEMS.isdisjoint(_words(row))
+    return says_a_correction(turn_words(row["definition"]))
 
 
 def corrections_first(ranked: list[Ranked], min_shared: int) -> None:
@@ -334,7 +351,7 @@ def corrections_first(ranked: list[Ranked], min_shared: int) -> None:
         if isinstance(r.candidate.payload, dict)
         and is_verbatim_key(r.candidate.payload.get("norm_key") or "")
         and said(r) is not None
-        and says_a_correction(turn_words(r.candidate.payload["definition"]))
+        and _says_a_correction(r.candidate.payload)
     ]
     if not turns:
         return
@@ -356,8 +373,8 @@ def corrections_first(ranked: list[Ranked], min_shared: int) -> None:
 def _words(row: dict) -> set[str]:
     """A candidate's content stems: of a turn's own words, or the lexemes a cold stub keeps of its
     text (PostgreSQL's English stems, the same Snowball stemmer)."""
-    if row.get("cold"):
-        return set(row.get("lexemes") or [])
+    if row.get("cold"):  # the stub's lexemes are of its label too ("Turn 5 of plan-offsite-s2"): not said
+        return set(row.get("lexemes") or []) - stems(row.get("label") or "")
     return stems(turn_words(row["definition"]))
 
 

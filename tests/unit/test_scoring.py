@@ -201,3 +201,35 @@ def test_a_later_turn_that_corrects_itself_ranks_above_what_it_corrects_and_noth
     assert order.index("other") > order.index("old")  # another subject keeps its order
     off = CFG.model_copy(update={"correction_min_shared": 0})
     assert rank([old, other, newer, plain], off, off.recipe("relevance"))[0].candidate.id == "old"
+
+
+def test_a_cold_stub_says_its_correction_by_the_stems_it_keeps():
+    old = _turn("old", "2026-10-27 17:24", "the offsite is the week of march 9", 0.8)
+    payload = {
+        "norm_key": "said:newer",
+        "definition": "",  # a cold stub keeps no text on the read path, only its lexemes
+        "cold": True,
+        "label": "Turn 5 of offsite-s2",
+        "lexemes": ["actual", "date", "march", "week", "16", "turn", "offsit", "s2"],
+        "valid_from": datetime.fromisoformat("2026-11-03 16:00:00+00:00"),
+    }
+
+    def stub(memory_id: str, lexemes: list[str]) -> Candidate:
+        row = {**payload, "norm_key": f"said:{memory_id}", "lexemes": lexemes}
+        return Candidate(
+            id=memory_id,
+            strength=0.5,
+            hours_since_access=1.0,
+            importance=5,
+            vector=0.5,
+            methods={"vector"},
+            payload=row,
+        )
+
+    newer, plain = stub("newer", payload["lexemes"]), stub("plain", ["date", "march", "week"])  # plain: no cue
+    # what a stub shares with another only through its label ("Turn 5 of offsite-s2") is not said
+    label_only = stub("label_only", ["actual", "16", "turn", "offsit", "s2"])
+    older = _turn("older", "2026-10-27 17:20", "turn the offsite s2 plan around", 0.9)
+    assert [r.candidate.id for r in rank([older, label_only], CFG, CFG.recipe("relevance"))] == ["older", "label_only"]
+    order = [r.candidate.id for r in rank([old, newer, plain], CFG, CFG.recipe("relevance"))]
+    assert order.index("newer") < order.index("old") < order.index("plain")

@@ -2,6 +2,7 @@
 band transitions; one reminder per entry into the critical band; scratch memories expiring."""
 
 import itertools
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -135,6 +136,34 @@ def test_reinforcement_reanchors_and_stretches_the_weibull_scale(configured, ten
     assert after["next_transition_at"] == pytest.approx(
         next_transition_at(state, after["strength_anchor_at"], D), abs=timedelta(milliseconds=1)
     )
+
+
+def test_a_memory_imported_already_critical_gets_its_reminder_at_the_next_scan(configured, tenant):
+    """Imported with an old anchor (a workspace restored from a backup), a memory is born in the
+    critical band: it never *enters* it, yet it is as close to being forgotten as one that did, so
+    the next scan opens the same reminder."""
+    from contextos.models import MemoryType
+    from contextos.workspace.format import render_file
+    from contextos.workspace.model import Strength, WorkspaceMemory
+
+    memory = WorkspaceMemory(
+        id=uuid.uuid4(),
+        type=MemoryType.fact,
+        l0="Pager rotation",
+        l1="The pager rotation hands over on Mondays at 10:00.",
+        strength=Strength(anchor=0.3, anchored=datetime.now(UTC) - timedelta(hours=1), rate=0.05),
+    )
+    status, report = call_api(
+        "POST", "/v1/import", tenant, {"files": [{"path": "pager.md", "content": render_file(memory)}]}
+    )
+    assert status == 200, report
+    with container.database().tenant_tx(tenant) as conn:
+        band = conn.execute("SELECT band FROM memories WHERE label = 'Pager rotation'").fetchone()["band"]
+    assert band == "critical"
+    assert container.lifecycle().run(tenants=[tenant]).reminders_opened == 1
+    status, page = call_api("GET", "/v1/reminders", tenant)
+    assert status == 200 and [r["label"] for r in page["reminders"]] == ["Pager rotation"]
+    assert container.lifecycle().run(tenants=[tenant]).reminders_opened == 0  # still one
 
 
 def test_band_transitions_open_one_reminder_per_entry_into_critical(configured, tenant, local_embedder):

@@ -197,7 +197,9 @@ class AdmissionWrites:
                    COALESCE(i.version, 1), COALESCE(i.created_at, now()), COALESCE(i.updated_at, i.created_at, now()),
                    {anchor}, {anchor_at}, {policy}, i.decay_rate, {scale}, {shape}, {strength},
                    {band_case(strength, d, policy)},
-                   CASE WHEN COALESCE(i.state, 'active') = 'active' AND COALESCE(i.tier, 'hot') = 'hot' THEN {due} END,
+                   CASE WHEN COALESCE(i.state, 'active') = 'active' AND COALESCE(i.tier, 'hot') = 'hot'
+                        -- born critical (said long ago): due now, so the next scan opens its reminder
+                        THEN CASE WHEN {band_case(strength, d, policy)} = 'critical' THEN now() ELSE {due} END END,
                    COALESCE(i.last_accessed_at, i.said_at, now()), COALESCE(i.access_count, 0), i.provenance,
                    i.base_trust, COALESCE(i.state, 'active'), COALESCE(i.tier, 'hot'), i.superseded_by,
                    i.superseded_at, COALESCE(i.valid_from, i.said_at, i.created_at, now()), i.valid_to,

@@ -129,7 +129,8 @@ class LifecycleStore(ColdStore):
     def materialize(self, tenant_id: str, *, after: tuple[datetime, UUID] | None, limit: int) -> TransitionBatch:
         """Write strength, band and next transition for up to ``limit`` due memories, in
         (next_transition_at, id) order after ``after``; open a reminder for each memory that
-        has just entered the critical band (the unique index keeps one open per memory)."""
+        has just entered the critical band, or is in it and never had one (a memory admitted there,
+        said long ago); the unique index keeps one open per memory."""
         d = self.decay
         strength = current_strength("m")
         after_at, after_id = after or _NO_KEY
@@ -158,7 +159,11 @@ class LifecycleStore(ColdStore):
                 ),
                 opened AS (
                     INSERT INTO reminders (tenant_id, memory_id, strength)
-                    SELECT %(tenant)s, id, strength FROM updated WHERE band = 'critical' AND old_band <> 'critical'
+                    SELECT %(tenant)s, u.id, u.strength FROM updated u
+                    WHERE u.band = 'critical'
+                      AND (u.old_band <> 'critical'  -- entered it now, or is in it and never had one
+                           OR NOT EXISTS (SELECT 1 FROM reminders r
+                                          WHERE r.tenant_id = %(tenant)s AND r.memory_id = u.id))
                     ON CONFLICT (tenant_id, memory_id) WHERE acknowledged_at IS NULL DO NOTHING
                     RETURNING memory_id
                 ),

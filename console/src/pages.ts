@@ -111,6 +111,7 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
     api<AuditPage>("GET", `/audit?memory_id=${id}`).catch(() => ({ entries: [] }) as unknown as AuditPage),
   ]);
   const superseded = memory.state === "superseded";
+  const versionNames = new Map((history?.versions ?? []).map((v) => [v.id, `${v.label}: ${v.definition.slice(0, 60)}`]));
   view.append(
     h("h2", {}, memory.label),
     superseded
@@ -118,7 +119,7 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
       : "",
     h("p", {}, `${memory.type} · importance ${memory.importance} · band ${memory.band} · ${memory.state} · ${memory.tier} · strength `, h("span", { id: "memory-strength" }, memory.strength.toFixed(3))),
     h("p", {}, memory.definition),
-    curveChart(curve),
+    superseded ? "" : curveChart(curve), // a superseded version no longer decays toward anything a read uses
   );
   if (!superseded) {
     const label = h("input", { id: "edit-label", value: memory.label }) as HTMLInputElement;
@@ -134,10 +135,14 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
   }
   const reason = h("input", { id: "forget-reason", value: "" }) as HTMLInputElement;
   view.append(
-    h("h3", {}, "Forget or restore"),
-    h("label", { for: "forget-reason" }, "Reason "), reason, " ",
-    button("Forget", act(() => api("DELETE", `/memories/${id}${reason.value ? `?reason=${encodeURIComponent(reason.value)}` : ""}`), "forgotten"), { id: "forget" }),
-    " ",
+    h("h3", {}, superseded ? "Restore" : "Forget or restore"),
+    ...(superseded
+      ? []
+      : [
+          h("label", { for: "forget-reason" }, "Reason "), reason, " ",
+          button("Forget", act(() => api("DELETE", `/memories/${id}${reason.value ? `?reason=${encodeURIComponent(reason.value)}` : ""}`), "forgotten"), { id: "forget" }),
+          " ",
+        ]),
     memory.state !== "active" && !superseded ? button("Restore", act(() => api("POST", `/memories/${id}/restore`, {}), "restored"), { id: "restore" }) : "",
     superseded ? restoreChoice(id, act) : "",
     outcome,
@@ -167,7 +172,9 @@ export async function memoryView(view: HTMLElement, id: string, rerender: Rerend
           v.definition,
           v.valid_from.slice(0, 19),
           v.valid_to ? v.valid_to.slice(0, 19) : "still holds",
-          v.superseded_by ? link(`#/memory/${v.superseded_by}`, v.superseded_by, { class: "superseded-link" }) : "",
+          v.superseded_by
+            ? link(`#/memory/${v.superseded_by}`, versionNames.get(v.superseded_by) ?? v.superseded_by, { class: "superseded-link" })
+            : "",
         ]),
         { id: "history-table" },
       ),

@@ -22,16 +22,18 @@ async function reviewView(): Promise<void> {
   for (const item of page.items) {
     const reason = h("input", { id: `reason-${item.id}`, value: "" }) as HTMLInputElement;
     const status = h("span", { role: "status" });
+    const done: Record<string, string> = { promote: "promoted", reject: "rejected" };
     const decide = (verb: string) => async () => {
       try {
-        const outcome = await api<Json>("POST", `/review/${item.id}/${verb}`, { reason: reason.value || `${verb}d in the console` });
+        const outcome = await api<Json>("POST", `/review/${item.id}/${verb}`, { reason: reason.value || `${done[verb]} in the console` });
         status.textContent = outcome.status;
+        // decided: the buttons follow the item's state, so a second decision cannot be tried
+        for (const control of section.querySelectorAll<HTMLButtonElement | HTMLInputElement>("button, input")) control.disabled = true;
       } catch (error) {
         status.textContent = error instanceof ApiError ? error.code : String(error);
       }
     };
-    view.append(
-      h(
+    const section = h(
         "section",
         { class: "review-item", "data-id": item.id, "aria-label": item.label },
         h("h3", {}, item.label),
@@ -50,8 +52,8 @@ async function reviewView(): Promise<void> {
         button("Reject", decide("reject"), { class: "reject" }),
         " ",
         status,
-      ),
-    );
+      );
+    view.append(section);
   }
 }
 

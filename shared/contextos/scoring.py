@@ -320,13 +320,7 @@ def says_a_correction(words: str) -> bool:
 
 # The cue's single words as stems, for a cold stub, which keeps only its text's lexemes (the
 # English stop words, "now", "no longer", "any more", are not among them).
-_CORRECTION_STEMS = frozenset(
-    stems(
-        "instead actually changed change changing moved move moves moving pushed pushing postponed bumped"
-        " bumping switched switching rebooked rescheduled replaced raised lowered increased decreased reduced"
-        " dropped update updated decided"
-    )
-)
+_CORRECTION_STEMS = frozenset(stems(" ".join(cue for cue in _CORRECTION.pattern[3:-3].split("|") if cue.isalpha())))
 
 
 def _says_a_correction(row: dict) -> bool:

@@ -9,6 +9,7 @@ without a database.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,7 +18,7 @@ from typing import Any, NotRequired, TypedDict
 from uuid import UUID
 
 from contextos.models import MemoryCandidate, StoreResult
-from contextos.normalization import CONNECTORS, acronyms, initials, is_verbatim_key
+from contextos.normalization import CONNECTORS, acronyms, initials, is_verbatim_key, label_form
 from contextos.scopes import key_owner
 
 # An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
@@ -36,6 +37,8 @@ class LookupRow(TypedDict):
     created_at: datetime | None
     ingest_seq: NotRequired[int | None]  # admission order: one transaction's memories share created_at
     type: NotRequired[str | None]  # the memory's type (None on an exact-key row)
+    label: NotRequired[str | None]  # an acronym row's label and text: the evidence that it names the same
+    definition: NotRequired[str | None]
 
 
 class NearRow(TypedDict):
@@ -135,12 +138,68 @@ def may_join_by_likeness(candidate: MemoryCandidate, other_type: str | None, oth
     )
 
 
+_NOT_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def _spelled(text: str, phrase: str) -> bool:
+    """Whether ``text`` holds ``phrase`` as whole words, up to case, hyphens and punctuation."""
+    words = _NOT_WORD.sub(" ", label_form(phrase).lower()).strip()
+    return bool(words) and f" {words} " in f" {_NOT_WORD.sub(' ', label_form(text).lower())} "
+
+
+def _written(text: str, acronym: str) -> bool:
+    """Whether ``text`` writes ``acronym`` as a word in capitals ("… Optimization (GRPO) …")."""
+    return re.search(rf"(?<![0-9A-Za-z]){re.escape(acronym.upper())}(?![0-9A-Za-z])", label_form(text)) is not None
+
+
+def acronym_evidence(long_label: str, long_text: str, acronym: str, short_label: str, short_text: str) -> bool:
+    """Whether two memories whose labels pair as acronym and long form were said to be one thing:
+    the acronym's memory spells the long form out ("the CLI (command line interface)"), or the
+    long form's memory writes the acronym ("Group Relative Policy Optimization (GRPO)"). Letters
+    alone do not say it: "Attrs instances" is not "AI", "AWS CLI" is not "Amazon Web Services"."""
+    return _spelled(f"{short_label} {short_text}", long_label) or _written(long_text, acronym)
+
+
+def _acronym_pair(candidate: MemoryCandidate, row: LookupRow, cand_initials: str | None, cand_acronyms) -> bool:
+    """Whether ``row`` (an acronym lookup's answer) and the candidate pair as acronym and long form,
+    with the evidence that they name one thing (``acronym_evidence``). The acronym's label must be
+    the acronym alone ("CLI", not "CLI guide" or "Rich CLI", which name things of their own), and a
+    long form holding the acronym is no expansion of it ("AI Instructions" is not "AI")."""
+    label, text = row.get("label") or "", row.get("definition") or ""
+    if cand_initials and cand_initials in (row["acronyms"] or []):  # the candidate is the long form
+        long_label, long_text, short_key, short_label, short_text = (
+            candidate.label,
+            candidate.definition,
+            row["norm_key"],
+            label,
+            text,
+        )
+        acronym = cand_initials
+    elif row["initials"] and row["initials"] in cand_acronyms:  # the candidate holds the acronym
+        long_label, long_text, short_key, short_label, short_text = (
+            label,
+            text,
+            candidate.norm_key,
+            candidate.label,
+            candidate.definition,
+        )
+        acronym = row["initials"]
+    else:
+        return False
+    return (
+        key_words(short_key) == {acronym}
+        and acronym not in label_acronyms(long_label)
+        and acronym_evidence(long_label, long_text, acronym, short_label, short_text)
+    )
+
+
 def merge_targets(
     candidates: Sequence[MemoryCandidate], lookup_rows: Sequence[LookupRow], nearest: dict[int, str]
 ) -> MergePlan:
     """For each candidate without an exact key match: the existing memory it should join.
 
-    An acronym pair wins over a near duplicate; the near duplicate (same type, cosine at or
+    An acronym pair wins over a near duplicate when one of the two says they are one thing
+    (``acronym_evidence``); the near duplicate (same type, cosine at or
     above the threshold, ``nearest``) counts only for what is still unmatched. Neither joins a
     rule to anything, nor an acronym pair of two types (``may_join_by_likeness``).
     """
@@ -157,10 +216,7 @@ def merge_targets(
                 row["norm_key"] != candidates[i].norm_key
                 and may_join_by_likeness(candidates[i], row.get("type"), row["norm_key"])
                 and key_owner(row["norm_key"]) == key_owner(candidates[i].norm_key)
-                and (
-                    (cand_initials[i] and cand_initials[i] in (row["acronyms"] or []))
-                    or (row["initials"] and row["initials"] in cand_acronyms[i])
-                )
+                and _acronym_pair(candidates[i], row, cand_initials[i], cand_acronyms[i])
             ):
                 targets[i], reasons[i] = row["norm_key"], "acronym"
                 break

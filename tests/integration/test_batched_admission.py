@@ -38,7 +38,7 @@ DOCUMENTS: list[tuple[str, list[Concept]]] = [
             ),
             Concept(
                 label="Group Relative Policy Optimization",
-                definition="Group Relative Policy Optimization trains a policy against the mean reward of a group.",
+                definition="Group Relative Policy Optimization (GRPO) trains a policy against a group's mean reward.",
                 type="entity",
             ),
         ],

@@ -58,8 +58,8 @@ def items_of(tenant: str, memory_id) -> int:
 
 GRPO = (
     "Group Relative Policy Optimization",
-    "A reinforcement learning algorithm that compares groups of sampled "
-    "answers to estimate advantages without a critic.",
+    "Group Relative Policy Optimization (GRPO) is a reinforcement learning algorithm that compares groups of "
+    "sampled answers to estimate advantages without a critic.",
     "fact",
 )
 
@@ -72,11 +72,7 @@ def test_an_acronym_joins_the_memory_of_its_long_form(store, tenant, local_embed
         candidates(
             local_embedder,
             [
-                (
-                    "GRPO training method",
-                    "Training with GRPO needs several completions per prompt to form a group.",
-                    "fact",
-                ),
+                ("GRPO", "Training with GRPO needs several completions per prompt to form a group.", "fact"),
             ],
         ),
     )
@@ -93,7 +89,7 @@ def test_a_long_form_joins_the_memory_of_its_acronym(store, tenant, local_embedd
         tenant,
         candidates(
             local_embedder,
-            [("RAG", "Retrieval before generation grounds a model's answer in documents it is given.", "fact")],
+            [("RAG", "RAG (retrieval-augmented generation) grounds a model's answer in given documents.", "fact")],
         ),
     )
     result = store_concepts(
@@ -358,3 +354,21 @@ def test_a_rule_written_by_hand_is_never_merged_into_an_acronym_entity(configure
     assert status == 201 and rule["status"] == "admitted", rule
     labels = {m["label"]: m for m in active_memories(tenant)}
     assert {"NLS", "Never log secrets"} <= set(labels)
+
+
+def test_an_acronym_joins_its_long_form_only_when_one_of_them_says_so(configured, tenant):
+    # #41, drawn from two installed packages' READMEs: "AWS CLI" spells A-W-S, and Amazon Web
+    # Services is not its command line tool; "AI" is not "Attrs instances". Nothing in either text
+    # ties the letters to the words, so each stays a memory of its own.
+    from tests.helpers import call_api
+
+    def post(label: str, definition: str) -> None:
+        status, body = call_api("POST", "/v1/memories", tenant, {"label": label, "definition": definition})
+        assert status == 201 and body["status"] == "admitted", body
+
+    post("Amazon Web Services", "Boto3 is maintained and published by Amazon Web Services.")
+    post("AWS CLI", "The botocore package is the foundation for the AWS CLI as well as boto3.")
+    post("AI", "Everything ships in one package with two interfaces for AI agents.")
+    post("Attrs instances", "It is now possible to pass attrs instances in addition to attrs classes.")
+    labels = sorted(m["label"] for m in active_memories(tenant))
+    assert labels == ["AI", "AWS CLI", "Amazon Web Services", "Attrs instances"]

@@ -60,7 +60,7 @@ def test_a_near_duplicate_of_another_users_memory_stands_alone(configured, tenan
 
 
 def test_an_acronym_of_another_users_memory_stands_alone(configured, tenant):
-    long_form = "A reinforcement learning algorithm that compares groups of sampled answers to estimate advantages."
+    long_form = "GRPO is a reinforcement learning algorithm comparing groups of sampled answers to estimate advantages."
     ana = remember(tenant, "Group Relative Policy Optimization", long_form, user_id="ana")
     bo = remember(tenant, "GRPO", "Training with GRPO needs several completions per prompt.", user_id="bo")
     assert ana != bo and rows(tenant)[bo]["user_id"] == "bo"

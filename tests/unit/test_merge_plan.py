@@ -49,8 +49,12 @@ def pair_row(
     importance: int = 3,
     created_at: datetime | None = None,
     type: str = "fact",
+    label: str | None = None,
+    definition: str = "",
 ) -> LookupRow:
     return {
+        "label": label if label is not None else key,
+        "definition": definition,
         "exact": False,
         "norm_key": key,
         "initials": initials,
@@ -67,7 +71,7 @@ def test_a_candidate_whose_key_exists_merges_by_key_and_needs_no_target():
 
 
 def test_an_acronym_pair_wins_over_a_near_duplicate():
-    cands = [candidate("grpo", "GRPO")]
+    cands = [candidate("grpo", "GRPO", "GRPO (group relative policy optimization) needs a group of completions.")]
     rows = [pair_row("group relative policy optimization", initials="grpo")]
     plan = merge_targets(cands, rows, {0: "reinforcement learning"})
     assert plan.merge_into == {0: "group relative policy optimization"}
@@ -75,9 +79,50 @@ def test_an_acronym_pair_wins_over_a_near_duplicate():
 
 
 def test_the_expanded_label_joins_the_memory_named_by_its_acronym():
-    cands = [candidate("group relative policy optimization", "Group Relative Policy Optimization")]
-    plan = merge_targets(cands, [pair_row("grpo", acronyms=["grpo"])], {})
+    long_form = "Group Relative Policy Optimization (GRPO) compares groups of sampled answers."
+    cands = [candidate("group relative policy optimization", "Group Relative Policy Optimization", long_form)]
+    plan = merge_targets(cands, [pair_row("grpo", acronyms=["grpo"], label="GRPO")], {})
     assert plan.merge_into == {0: "grpo"} and plan.reasons == {0: "acronym"}
+
+
+def test_the_acronyms_memory_spelling_the_long_form_out_is_evidence_too():
+    cands = [candidate("command line interface", "Command Line Interface", "Commands typed in a terminal.")]
+    row = pair_row("cli", acronyms=["cli"], label="CLI", definition="Read about the CLI (command-line interface).")
+    assert merge_targets(cands, [row], {}).merge_into == {0: "cli"}
+
+
+@pytest.mark.parametrize(
+    ("short_label", "long_label", "long_text"),
+    [
+        ("CLI guide", "Command Line Interface", "A terminal CLI for indexing."),  # a guide, not the CLI
+        ("AI tools", "AI Instructions", "Instructions for AI agents."),  # "AI Instructions" is no expansion of AI
+    ],
+)
+def test_an_acronym_joins_only_as_the_whole_label_and_only_an_expansion(short_label, long_label, long_text):
+    short = candidate(short_label.lower(), short_label, f"The {short_label} ({long_label.lower()}).")
+    long_row = pair_row(long_label.lower(), initials="".join(w[0] for w in long_label.split()).lower())
+    long_row |= {"label": long_label, "definition": long_text}
+    assert merge_targets([short], [long_row], {}).merge_into == {}
+
+
+@pytest.mark.parametrize(
+    ("long_label", "long_text", "short_label", "short_text"),
+    [
+        # #41, drawn from installed packages' READMEs: the letters pair, nothing says they are one thing
+        ("Attrs instances", "Pass attrs instances as well as classes.", "AI", "Two interfaces for AI agents."),
+        ("Amazon Web Services", "Published by Amazon Web Services.", "AWS CLI", "Botocore is under the AWS CLI."),
+        ("Never log secrets", "Never write tokens to a log.", "NLS", "Native language support: translations."),
+    ],
+)
+def test_letters_alone_never_join_an_acronym_to_a_long_form(long_label, long_text, short_label, short_text):
+    long_form = candidate(long_label.lower(), long_label, long_text)
+    short_row = pair_row(short_label.lower(), acronyms=[a.lower() for a in short_label.split() if a.isupper()])
+    short_row |= {"label": short_label, "definition": short_text}
+    assert merge_targets([long_form], [short_row], {}).merge_into == {}
+    short = candidate(short_label.lower(), short_label, short_text)
+    long_row = pair_row(long_label.lower(), initials="".join(w[0] for w in long_label.split()).lower())
+    long_row |= {"label": long_label, "definition": long_text}
+    assert merge_targets([short], [long_row], {}).merge_into == {}
 
 
 def test_a_rule_never_joins_an_entity_named_by_its_initials():

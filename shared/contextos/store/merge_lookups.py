@@ -26,6 +26,9 @@ from contextos.store.locks import LOCK_TENANT_SQL, lock_tenant
 from contextos.store.scopes import key_owner_sql
 from pgvector import Vector
 
+# what an acronym row says of itself, read for the evidence that it names what a candidate does
+_EVIDENCE = "label, left(definition, 4000)"
+
 
 class MergeLookups:
     """The lookups, on the admission store (``db``, ``merge``)."""
@@ -53,10 +56,10 @@ class MergeLookups:
                 f"""WITH {near_ctes},
                    lookups AS ({lookup_sql})
                    SELECT false AS near, l.exact, l.norm_key, l.initials, l.acronyms, l.importance, l.created_at,
-                          l.ingest_seq, l.type, NULL::int AS idx, NULL::float8 AS similarity
+                          l.ingest_seq, l.type, l.label, l.definition, NULL::int AS idx, NULL::float8 AS similarity
                    FROM lookups l
                    UNION ALL
-                   SELECT true, NULL, n.norm_key, NULL, NULL, NULL, NULL, NULL, NULL, n.idx, n.similarity
+                   SELECT true, NULL, n.norm_key, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, n.idx, n.similarity
                    FROM near n""",
                 lookup_params | near_params,
             )
@@ -73,14 +76,17 @@ class MergeLookups:
         """Exact keys, then acronym pairs such as "GRPO" ↔ "Group Relative Policy Optimization", both
         through btree indexes in one query."""
         return (
-            """SELECT true AS exact, norm_key, NULL::text AS initials, NULL::text[] AS acronyms, 0 AS importance,
-                      NULL::timestamptz AS created_at, NULL::int8 AS ingest_seq, NULL::text AS type
+            f"""SELECT true AS exact, norm_key, NULL::text AS initials, NULL::text[] AS acronyms, 0 AS importance,
+                      NULL::timestamptz AS created_at, NULL::int8 AS ingest_seq, NULL::text AS type,
+                      NULL::text AS label, NULL::text AS definition
                FROM memories WHERE tenant_id = %(tenant)s AND state = 'active' AND norm_key = ANY(%(keys)b::text[])
                UNION ALL
-               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq, type FROM memories
+               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq, type, {_EVIDENCE}
+               FROM memories
                WHERE tenant_id = %(tenant)s AND state = 'active' AND initials = ANY(%(acronyms)b::text[])
                UNION ALL
-               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq, type FROM memories
+               SELECT false, norm_key, initials, acronyms, importance, created_at, ingest_seq, type, {_EVIDENCE}
+               FROM memories
                WHERE tenant_id = %(tenant)s AND state = 'active' AND cardinality(acronyms) > 0
                  AND acronyms[1] = ANY(%(initials)b::text[])""",
             {

@@ -120,6 +120,9 @@ def governed(reports, tenant):
                 "definition": "Messages stay in Kafka for a week.",
                 "vector": unit((2, 1), (4, 0.1)),
             },
+            # #41: as alike by vector as duplicates, but the labels share no word: never suggested
+            {"label": "Maria", "definition": "Maria owns the connection pool settings.", "vector": unit((20, 1))},
+            {"label": "Pool size", "definition": "The pool keeps 20 connections.", "vector": unit((20, 1), (21, 0.1))},
             # one fading away: 30 days untouched at 20 %/day
             {"label": "Old sprint goal", "vector": unit((5, 1)), "importance": 3, "rate": 0.2, "age_days": 30},
             # one explicit contradiction recorded by the trust gate, both ends still active
@@ -151,7 +154,7 @@ def test_given_every_kind_of_finding_the_governance_report_names_each_one(report
     assert judged.similarity == pytest.approx(1 / math.sqrt(1.04), abs=1e-3)
     assert "enabled/disabled" in judged.reason or "disabled/enabled" in judged.reason
 
-    # the contradicting pair is ≥ 0.93 too, but is not suggested for consolidation
+    # the contradicting pair is ≥ 0.93 too, but is not suggested for consolidation, nor "Maria" + "Pool size"
     assert report.consolidation.total == 1
     cluster = report.consolidation.items[0]
     assert {m.id for m in cluster.members} == {

@@ -13,6 +13,7 @@ import networkx as nx
 
 from contextos.errors import ContextOSError, TransientError
 from contextos.judge import Judge, Verdict
+from contextos.merge_plan import may_suggest_joining
 from contextos.observability import logger, metrics
 from contextos.ports.reports import ReportPort
 from contextos.reports import (
@@ -250,13 +251,16 @@ class ReportService:
         same_type: bool,
     ) -> tuple[list[ConsolidationCluster], int]:
         """Clusters (connected components) of near-duplicate pairs that do not contradict each other
-        (and share a type when ``same_type``, as ingest merges do)."""
+        (and share a type when ``same_type``, as ingest merges do) and whose labels may name the same
+        thing (``merge_plan.may_suggest_joining``)."""
         graph = nx.Graph()
         refs: dict[UUID, dict] = {}
         for p in pairs:
             if float(p["similarity"]) < threshold or _pair(p["a_id"], p["b_id"]) in contradicting:
                 continue
             if same_type and p["a_type"] != p["b_type"]:
+                continue
+            if not may_suggest_joining(p["a_key"], p["b_key"], p["a_type"], p["b_type"]):
                 continue
             graph.add_edge(p["a_id"], p["b_id"], similarity=float(p["similarity"]))
             for side in ("a", "b"):

@@ -135,9 +135,9 @@ class ReportStore:
                                                  AND x.memory_id < y.memory_id
                    )
                    SELECT p.a_id, p.b_id, 1.0 - (va.embedding <=> vb.embedding) AS similarity,
-                          a.label AS a_label, a.type AS a_type, a.importance AS a_importance,
+                          a.label AS a_label, a.norm_key AS a_key, a.type AS a_type, a.importance AS a_importance,
                           a.definition AS a_definition, a.created_at AS a_created_at, a.access_count AS a_access,
-                          b.label AS b_label, b.type AS b_type, b.importance AS b_importance,
+                          b.label AS b_label, b.norm_key AS b_key, b.type AS b_type, b.importance AS b_importance,
                           b.definition AS b_definition, b.created_at AS b_created_at, b.access_count AS b_access
                    FROM pairs p
                    JOIN memory_vectors va ON va.tenant_id = %(tenant)s AND va.memory_id = p.a_id AND va.searchable

@@ -300,6 +300,10 @@ class MergeSettings(BaseModel):
     """S4 step 7: when a new concept joins an existing memory instead of creating one."""
 
     near_duplicate_cosine: float = 0.93  # nearest memory of the same type at or above this merges
+    # A common noun ("Installation", "Hard work") is each source's own: its key carries the document or
+    # session it came from, so only names merge by key across sources (benchmarks/merge_precision.py).
+    # True: every key merges across sources, as before #41 (the benchmark's baseline).
+    common_nouns_across_sources: bool = False
     settle_batch: int = 200  # fresh vectors moved into the ANN index after each document
     source_text_chars: int = 20_000  # a memory's searchable source excerpts, all its sources together
     related_edge_weight: float = 0.5

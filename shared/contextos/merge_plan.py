@@ -18,7 +18,7 @@ from typing import Any, NotRequired, TypedDict
 from uuid import UUID
 
 from contextos.models import MemoryCandidate, StoreResult
-from contextos.normalization import CONNECTORS, acronyms, initials, is_verbatim_key, label_form
+from contextos.normalization import CONNECTORS, SOURCE_MARK, acronyms, initials, is_verbatim_key, label_form
 from contextos.scopes import key_owner
 
 # An admission asks for a label's initials and acronyms three times (lookups, pairing, upsert).
@@ -94,18 +94,35 @@ def identifiers(words: frozenset[str]) -> frozenset[str]:
 
 
 def key_words(key: str) -> frozenset[str]:
-    """A key's words, its owner suffix and connector words aside."""
+    """A key's words, its owner suffix, its source mark and connector words aside."""
     owner = key_owner(key)
     words = key[: -len(owner)] if owner else key
-    return frozenset(word for word in words.split() if word not in CONNECTORS)
+    return frozenset(word for word in words.split() if word not in CONNECTORS and not word.startswith(SOURCE_MARK))
 
 
 def may_name_the_same(key: str, other: str) -> bool:
     """Whether a near duplicate's label can name what the candidate's does: the two share a word
     and name the same identifiers. Vectors alone say "close", not "the same": two people named in
-    one sentence ("Anna", "Jolene"), "db 01" and "db 02", "Python 3.11" and "3.12" embed alike."""
+    one sentence ("Anna", "Jolene"), "db 01" and "db 02", "Python 3.11" and "3.12" embed alike. A
+    common noun's source mark is no word of its key: what another source restates joins by vector."""
     words, other_words = key_words(key), key_words(other)
     return bool(words & other_words) and identifiers(words) == identifiers(other_words)
+
+
+def may_suggest_joining(key: str, other: str, type_: str, other_type: str) -> bool:
+    """Whether governance may suggest joining two near duplicates: what an admission asks of their
+    labels (they may name the same thing, one owner; never a rule nor a kept turn), save that two
+    sources' common nouns may be suggested, since a person confirms a suggestion. "Maria" and "Pool
+    size" embed alike and share no word. (Whether the types must agree is the report's setting.)"""
+    words, other_words = key_words(key), key_words(other)
+    return (
+        NEVER_JOINED_BY_LIKENESS.isdisjoint((type_, other_type))
+        and not is_verbatim_key(key)
+        and not is_verbatim_key(other)
+        and key_owner(key) == key_owner(other)
+        and bool(words & other_words)
+        and identifiers(words) == identifiers(other_words)
+    )
 
 
 def nearest_by_candidate(candidates: Sequence[MemoryCandidate], rows: Sequence[NearRow]) -> dict[int, str]:

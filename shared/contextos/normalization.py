@@ -101,6 +101,54 @@ def singular(word: str) -> str:
 CONNECTORS = frozenset("a an and as at by for from in into of on or the to via with".split())
 
 
+_LABEL_WORD = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+'’-]*[0-9A-Za-z+]|[0-9A-Za-z]")
+# A month or a weekday alone recurs (every February is another); a date with its day is one thing.
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november december"
+    " monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+# A key's source mark (``source_mark``): one source's own instance of a common noun. Key words never
+# hold "#", as normalization drops punctuation.
+SOURCE_MARK = "#"
+
+
+def names_one_thing(label: str, text: str, generic_modifiers: Iterable[str] = ()) -> bool:
+    """Whether a label is a name — one person, product, place, standard, release — rather than a
+    common noun each source has its own of ("Installation", "Performance", "Hard work"). Read from
+    the label's head word (connectors and trailing generic modifiers aside): it holds a digit
+    ("Python 3.9", "May 17th") or a capital past its first letter ("AWS", "NumPy"), or the source's
+    own text writes the head capitalised in running text, after a word or a comma ("… on Stack
+    Overflow", "cool, Caroline!"), not where a sentence, a heading or a bullet starts. A head in
+    lower case ("Python package", "dance studio") is a common noun, and so is a month or a weekday
+    alone ("February"; "May 17th" is a date)."""
+    modifiers = _modifier_set(tuple(generic_modifiers))
+    words = [w for w in _LABEL_WORD.findall(label_form(label)) if w.lower() not in CONNECTORS]
+    while len(words) > 1 and singular(words[-1].lower()) in modifiers:
+        words.pop()
+    if not words:
+        return False
+    head = words[-1]
+    if len(words) == 1 and head.lower() in _CALENDAR:
+        return False
+    if any(ch.isdigit() for ch in head) or any(ch.isupper() for ch in head[1:]):
+        return True
+    if not head[0].isupper():
+        return False
+    text = label_form(text)
+    for match in re.finditer(rf"(?<![0-9A-Za-z]){re.escape(head)}(?![0-9A-Za-z])", text):
+        # running text goes on from a word or a comma; a sentence, a heading or a bullet starts anew
+        previous = text[: match.start()].rstrip()[-1:]
+        if previous.isalnum() or previous == ",":
+            return True
+    return False
+
+
+def source_mark(tag: str) -> str:
+    """The part of a key that keeps a common noun to its source (a document, a session)."""
+    return f" {SOURCE_MARK}{tag}"
+
+
 def initials(label: str) -> str | None:
     """ "Group Relative Policy Optimization" → "grpo" (connector words skipped); None for one word."""
     words = [w for w in _PUNCT.sub(" ", label_form(label)).split() if w.lower() not in CONNECTORS]

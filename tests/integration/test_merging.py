@@ -372,3 +372,27 @@ def test_an_acronym_joins_its_long_form_only_when_one_of_them_says_so(configured
     post("Attrs instances", "It is now possible to pass attrs instances in addition to attrs classes.")
     labels = sorted(m["label"] for m in active_memories(tenant))
     assert labels == ["AI", "AWS CLI", "Amazon Web Services", "Attrs instances"]
+
+
+def test_a_common_noun_merges_by_key_only_within_its_source_and_a_name_across_sources(store, tenant):
+    # #41, as two installed packages' READMEs say it: each has its own "Installation", and both
+    # mean the one FastAPI. Before, the second "Installation" joined the first's memory by key.
+    from contextos.models import Concept
+    from contextos.sources import DocumentSource
+
+    admission = container.admission()
+    readmes = {
+        "tqdm": ("pip install tqdm, or conda install -c conda-forge tqdm.", "Works with apps using FastAPI."),
+        "rich": ("Install with pip: python -m pip install rich.", "Sebastián Ramírez, creator of FastAPI, uses it."),
+    }
+    for install, fastapi in readmes.values():
+        concepts = [
+            Concept(label="Installation", definition=install, type="fact"),
+            Concept(label="FastAPI", definition=fastapi, type="entity"),
+        ]
+        source = DocumentSource(document_id=new_document(store, tenant), provenance=Provenance.user_upload)
+        admission.admit(tenant, concepts, source)
+    labels = sorted(m["label"] for m in active_memories(tenant))
+    assert labels == ["FastAPI", "Installation", "Installation"]
+    fastapi = next(m for m in active_memories(tenant) if m["label"] == "FastAPI")
+    assert items_of(tenant, fastapi["id"]) == 2

@@ -294,3 +294,10 @@ def test_the_counts_recorded_with_the_source():
         "superseded": 1,
         "corroborated": 0,
     }
+
+
+def test_a_common_nouns_restatement_from_another_source_joins_by_vector():
+    # a revised runbook's "Canary release", said again: its source mark is no word of its key
+    cands = [candidate("canary release #d=b2", "Canary release")]
+    rows: list[NearRow] = [{"idx": 0, "norm_key": "canary release #d=a1", "similarity": 0.99}]
+    assert nearest_by_candidate(cands, rows) == {0: "canary release #d=a1"}

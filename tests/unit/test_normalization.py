@@ -1,4 +1,5 @@
-from contextos.normalization import estimate_tokens, norm_key, normalize_text
+import pytest
+from contextos.normalization import estimate_tokens, names_one_thing, norm_key, normalize_text
 
 MODIFIERS = ["system", "approach", "method"]
 
@@ -160,3 +161,31 @@ def test_acronyms_and_initials_read_full_width_letters_as_plain_ones():
 
     assert acronyms("ＧＲＰＯ training") == ["grpo"]
     assert initials("Ｇroup Relative Policy Optimization") == "grpo"
+
+
+@pytest.mark.parametrize(
+    ("label", "text", "name"),
+    [
+        # names: a digit or an inner capital in the head word, or the head capitalised mid-sentence
+        ("Python 3.9", "On 2026-04-29, support for Python 3.9 ended.", True),
+        ("May 17th", "If 'retries' is set, then allow retries.", True),
+        ("AWS", "AWS doesn't follow its own spec.", True),
+        ("NumPy arrays", "special handling of NumPy arrays", False),  # the head is "arrays"
+        ("GitHub", "Source code is publicly available on GitHub.", True),
+        ("Tidelift Subscription", "Available as part of the Tidelift Subscription.", True),
+        ("Caroline", "The user said: Wow, that's cool, Caroline!", True),
+        # common nouns: a lower-case head, or a capital only where a sentence (or the label) starts
+        ("Installation", "pip install charset-normalizer -U", False),
+        ("Performance", "Compared with other Python validators: 138x faster.", False),
+        ("Python package", "attrs is the Python package that brings back the joy of classes.", False),
+        ("Hard work", "The user said: Hard work pays off.", False),
+        ("Dance studio", "The user said: I'm starting a dance studio.", False),
+        ("Configuration system", "The most similar config system we're aware of is Gin.", False),
+        ("Caching method", "Caching is on by default.", False),  # generic modifiers aside, the head is "Caching"
+        ("February", "Released on February 1, 2021.", False),  # a month alone recurs
+        ("Schema", "📦 Schema bundling into documents", False),  # a bullet starts anew
+        ("Optional", "`timeout` - Optional.", False),
+    ],
+)
+def test_a_label_names_one_thing_or_is_a_common_noun(label, text, name):
+    assert names_one_thing(label, text, ["method", "system"]) is name

@@ -17,7 +17,7 @@ from contextos.embedding import Embedder
 from contextos.extraction.validation import validate
 from contextos.governance_models import HeldCandidate
 from contextos.models import Concept, MemoryCandidate, Provenance, StoreResult, ValidationReport
-from contextos.normalization import norm_key, turn_words
+from contextos.normalization import names_one_thing, norm_key, source_mark, turn_words
 from contextos.ports.admission import AdmissionPort, DocumentAdmission
 from contextos.redaction import clean_label
 from contextos.scopes import Scope
@@ -50,6 +50,13 @@ def embedded_text(concept: Concept, head: int) -> str:
     if concept.key:
         return turn_words(concept.definition)[:head]
     return f"{concept.label}: {concept.definition[:head]}"
+
+
+def _source_tag(source: ConceptSource) -> str:
+    """What a common noun's key names its source by: the document, or the session."""
+    if isinstance(source, DocumentSource):
+        return f"d={source.document_id.hex}"
+    return f"s={source.session_id}"
 
 
 def _source_ids(source: ConceptSource) -> tuple:
@@ -116,7 +123,7 @@ class Admission:
         )
         owner = self.store.source_owner(tenant_id, *_source_ids(source))  # S11: whose memories these become
         candidates, held = TrustGate(self.settings).split(
-            self.candidates(report.accepted, source.provenance, owner=owner),
+            self.candidates(report.accepted, source.provenance, owner=owner, source=source),
             source_text=source_text,
             hold_reason=hold_reason,
         )
@@ -152,21 +159,41 @@ class Admission:
         per document admitted)."""
         self.store.settle_vectors(tenant_id, limit=self.settings.merge.settle_batch * documents)
 
+    def _key(self, concept: Concept, source: ConceptSource | None) -> str:
+        """A concept's merge key: a kept turn's is what was said (``turn_key``); a label's is its
+        normalized words, and when the label is a common noun ("Installation" in two READMEs, "Hard
+        work" in two chats: each source's own) also its source's mark, so it merges by key only
+        with what the same source said (precision before recall: a person confirms more through
+        governance)."""
+        if concept.key:
+            return concept.key
+        modifiers = self.settings.extraction.generic_modifiers
+        key = norm_key(concept.label, modifiers)
+        if source is None or self.settings.merge.common_nouns_across_sources:
+            return key
+        text = " ".join([concept.definition, *concept.excerpts])
+        return key if names_one_thing(concept.label, text, modifiers) else key + source_mark(_source_tag(source))
+
     def candidates(
-        self, concepts: Sequence[Concept], default: Provenance, *, owner: Scope | None = None
+        self,
+        concepts: Sequence[Concept],
+        default: Provenance,
+        *,
+        owner: Scope | None = None,
+        source: ConceptSource | None = None,
     ) -> list[MemoryCandidate]:
         """Embed every concept in one call and give each its key (namespaced by ``owner``, so it
-        merges only with that owner's memories), decay rate and trust."""
+        merges only with that owner's memories; a common noun's also by ``source``, see
+        ``_key``), decay rate and trust."""
         if not concepts:
             return []
-        modifiers = self.settings.extraction.generic_modifiers
         # The label and the head of the definition: what the concept is, not everything the source
         # said about it (that stays searchable as text), at a cost that does not grow with it.
         head = self.settings.extraction.embedded_definition_chars
         vectors = self.embedder.embed([embedded_text(c, head) for c in concepts])
         suffix = owner.key_suffix() if owner else ""
         # a kept turn's key is what was said (``turn_key``), not its label's words
-        keys = [(c.key or norm_key(c.label, modifiers)) + suffix for c in concepts]
+        keys = [self._key(c, source) + suffix for c in concepts]
         key_of_label = {c.label: k for c, k in zip(concepts, keys, strict=True)}
         out = []
         for c, key, vector in zip(concepts, keys, vectors, strict=True):

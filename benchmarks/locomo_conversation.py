@@ -193,7 +193,7 @@ def main() -> None:
     reachable: list[bool] = []
     in_items: list[bool] = []  # diagnostics: held by an occurrence (memory_items), held for review
     in_review: list[bool] = []
-    with tempfile.TemporaryDirectory(prefix="contextos-locomo-conv-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="contextos-locomo-conv-", ignore_cleanup_errors=True) as tmp:
         url = embedded_database_url(Path(tmp))
         migrate(url, get_dialect("postgres"), embedder.dimensions, embedder.model_id)
         db = Database(url, get_dialect("postgres"), max_size=4)

@@ -301,3 +301,15 @@ def test_a_common_nouns_restatement_from_another_source_joins_by_vector():
     cands = [candidate("canary release #d=b2", "Canary release")]
     rows: list[NearRow] = [{"idx": 0, "norm_key": "canary release #d=a1", "similarity": 0.99}]
     assert nearest_by_candidate(cands, rows) == {0: "canary release #d=a1"}
+
+
+def test_a_sessions_mark_never_reads_as_an_owner_suffix():
+    # a session id may hold "@" ("chat@ana"), which starts a key's owner suffix
+    from contextos.normalization import source_mark
+    from contextos.scopes import key_owner
+    from contextos.services.admission import _source_tag
+    from contextos.sources import SessionSource
+
+    key = "dance studio" + source_mark(_source_tag(SessionSource(session_id="chat@ana", message_from=1, message_to=2)))
+    assert "@" not in key and key_owner(key) is None
+    assert key_owner(key + "@u=ana") == "@u=ana"

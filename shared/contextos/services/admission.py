@@ -9,6 +9,7 @@ and the store; the contradiction gate inside the store's transaction, under the 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -53,10 +54,11 @@ def embedded_text(concept: Concept, head: int) -> str:
 
 
 def _source_tag(source: ConceptSource) -> str:
-    """What a common noun's key names its source by: the document, or the session."""
+    """What a common noun's key names its source by: the document, or a digest of the session's id
+    (an id may hold "@", which starts a key's owner suffix, ``scopes.key_owner``)."""
     if isinstance(source, DocumentSource):
         return f"d={source.document_id.hex}"
-    return f"s={source.session_id}"
+    return f"s={hashlib.blake2b(source.session_id.encode(), digest_size=8).hexdigest()}"
 
 
 def _source_ids(source: ConceptSource) -> tuple:

@@ -111,17 +111,15 @@ def may_name_the_same(key: str, other: str) -> bool:
 
 def may_suggest_joining(key: str, other: str, type_: str, other_type: str) -> bool:
     """Whether governance may suggest joining two near duplicates: what an admission asks of their
-    labels (they may name the same thing, one owner; never a rule nor a kept turn), save that two
-    sources' common nouns may be suggested, since a person confirms a suggestion. "Maria" and "Pool
-    size" embed alike and share no word. (Whether the types must agree is the report's setting.)"""
-    words, other_words = key_words(key), key_words(other)
+    labels (``may_name_the_same``, one owner; never a rule nor a kept turn), save that two sources'
+    common nouns may be suggested, since a person confirms a suggestion. "Maria" and "Pool size"
+    embed alike and share no word. (Whether the types must agree is the report's setting.)"""
     return (
         NEVER_JOINED_BY_LIKENESS.isdisjoint((type_, other_type))
         and not is_verbatim_key(key)
         and not is_verbatim_key(other)
         and key_owner(key) == key_owner(other)
-        and bool(words & other_words)
-        and identifiers(words) == identifiers(other_words)
+        and may_name_the_same(key, other)
     )
 
 
@@ -182,25 +180,12 @@ def _acronym_pair(candidate: MemoryCandidate, row: LookupRow, cand_initials: str
     with the evidence that they name one thing (``acronym_evidence``). The acronym's label must be
     the acronym alone ("CLI", not "CLI guide" or "Rich CLI", which name things of their own), and a
     long form holding the acronym is no expansion of it ("AI Instructions" is not "AI")."""
-    label, text = row.get("label") or "", row.get("definition") or ""
+    mine = (candidate.label, candidate.definition, candidate.norm_key)
+    theirs = (row.get("label") or "", row.get("definition") or "", row["norm_key"])
     if cand_initials and cand_initials in (row["acronyms"] or []):  # the candidate is the long form
-        long_label, long_text, short_key, short_label, short_text = (
-            candidate.label,
-            candidate.definition,
-            row["norm_key"],
-            label,
-            text,
-        )
-        acronym = cand_initials
+        (long_label, long_text, _), (short_label, short_text, short_key), acronym = mine, theirs, cand_initials
     elif row["initials"] and row["initials"] in cand_acronyms:  # the candidate holds the acronym
-        long_label, long_text, short_key, short_label, short_text = (
-            label,
-            text,
-            candidate.norm_key,
-            candidate.label,
-            candidate.definition,
-        )
-        acronym = row["initials"]
+        (long_label, long_text, _), (short_label, short_text, short_key), acronym = theirs, mine, row["initials"]
     else:
         return False
     return (
